@@ -1,0 +1,26 @@
+"""jev_shared: typed decisions (choice, score, noul) as probability distributions from any chat model."""
+
+from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse, Usage, answer_confidence
+from .engine import AsyncSystemOneClient, FieldRefusedError, SystemOneClient
+from .errors import (
+    ClientCapabilityError,
+    DecisionTimeoutError,
+    IncompleteAnswerError,
+    InvalidQuestionError,
+    JevError,
+    LabelReadoutError,
+    MalformedAnswerError,
+    ModelRefusalError,
+    ProviderError,
+    UnsupportedMethodError,
+)
+from .questions import Choice, Example, Noul, Score
+
+__all__ = [
+    "SystemOneClient", "AsyncSystemOneClient", "Choice", "Score", "Noul", "Example",
+    "ChoiceAnswer", "ScoreAnswer", "NoulAnswer", "Answer", "SystemOneResponse", "Usage", "answer_confidence",
+    "JevError", "InvalidQuestionError", "UnsupportedMethodError", "ClientCapabilityError", "LabelReadoutError",
+    "MalformedAnswerError", "ModelRefusalError", "IncompleteAnswerError", "ProviderError", "DecisionTimeoutError",
+    "FieldRefusedError",
+]
+__version__ = "0.1.0"

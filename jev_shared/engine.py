@@ -1,0 +1,578 @@
+"""Engine: runs questions through the pipeline, concurrently, and assembles the response.
+
+Each question is a *flow*: a generator that yields :class:`Call` objects and receives replies.
+The flow holds every decision (method, retries, fallbacks, escalation) and never does I/O, so the
+sync client (threads) and the async client (tasks) drive the very same code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+import time
+from collections.abc import Generator, Mapping
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse, Usage, answer_confidence, build_answer
+from .errors import (
+    ClientCapabilityError,
+    DecisionTimeoutError,
+    IncompleteAnswerError,
+    InvalidQuestionError,
+    JevError,
+    LabelReadoutError,
+    MalformedAnswerError,
+    ProviderError,
+    UnsupportedMethodError,
+)
+from .methods import JSON_READOUT, METHODS, TOKEN_READOUT, MethodConfig, answer_format, example_json, request_fields
+from .prompt import LAYOUTS, render
+from .questions import MAX_SINGLE_TOKEN_LABELS, Choice, Example, Noul, Prepared, Score, check_state, prepare_question
+from .readout import parse_object, read_discrete, read_labels, read_ratings, read_structured, strip_think
+from .redact import redact
+from .surfaces import CHAT, chat_call, check_refusal, parse_chat, truncation_error
+from .transport import Call, Reply, RetryPolicy, asend, send
+
+log = logging.getLogger("jev_shared")
+
+MODES = ("system1", "system2", "auto")
+APIS = ("auto", "chat_completions")
+_FIELD_REFUSAL = re.compile(
+    r"is not supported|not supported|unrecognized request argument|extra inputs are not permitted|"
+    r"cannot find field|unknown (field|parameter)|unsupported parameter|not permitted",
+    re.IGNORECASE,
+)
+_VALUE_COMPLAINT = re.compile(r"must be (between|one of|at (least|most)|less|greater)|invalid '", re.IGNORECASE)
+#: Fields whose refusal leaves the question answerable, in the order they are dropped.
+DROPPABLE = ("chat_template_kwargs", "reasoning_effort", "response_format")
+LOGPROB_FIELDS = ("logprobs", "top_logprobs")
+
+Flow = Generator[Call, Reply, Any]
+
+
+class FieldRefusedError(ProviderError):
+    """The server refuses a request field that the method cannot do without (e.g. ``logprobs``)."""
+
+    def __init__(self, message: str, *, field: str, status_code: int | None = None):
+        self.field = field
+        super().__init__(message, status_code=status_code)
+
+
+@dataclass
+class _Record:
+    """What one question's flow observed: usage, diagnostics, and (with debug) every attempt."""
+
+    debug: bool
+    usage: Usage = field(default_factory=Usage)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    retry_reasons: list[str] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
+    readout: dict[str, Any] = field(default_factory=dict)
+    escalation: dict[str, Any] | None = None
+    passed: str = "system1"
+
+
+class _Memory:
+    """What the client learned about the provider: method=auto verdicts and refused fields."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.no_logprobs: set[tuple[str, str]] = set()
+        self.strikes: dict[tuple[str, str], int] = {}
+        self.refused: dict[str, set[str]] = {}
+
+    def strike(self, key: tuple[str, str]) -> None:
+        with self.lock:
+            self.strikes[key] = self.strikes.get(key, 0) + 1
+            if self.strikes[key] >= 2:
+                self.no_logprobs.add(key)
+
+    def clear(self, key: tuple[str, str]) -> None:
+        with self.lock:
+            self.strikes.pop(key, None)
+
+    def refuse(self, model: str, name: str) -> None:
+        with self.lock:
+            self.refused.setdefault(model, set()).add(name)
+
+
+def _has_path(obj: Any, *parts: str) -> bool:
+    for p in parts:
+        obj = getattr(obj, p, None)
+        if obj is None:
+            return False
+    return callable(obj)
+
+
+def _plain_client(client: Any) -> Any:
+    """Switch the openai SDK's own retries off, so they do not multiply with ours."""
+    with_options = getattr(client, "with_options", None)
+    if callable(with_options):
+        try:
+            return with_options(max_retries=0)
+        except TypeError:
+            return client
+    return client
+
+
+class _Base:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        model: str,
+        method: str = "auto",
+        mode: str = "system1",
+        auto_threshold: float = 0.7,
+        api: str = "auto",
+        confidence: str = "peak",
+        top_logprobs: int = 20,
+        max_concurrency: int = 8,
+        n_retry_malformed: int = 1,
+        thinking: bool | None = None,
+        extra_body: dict[str, Any] | None = None,
+        layout: str = "state_last",
+        missing: str = "zero",
+        examples: list[Example] | Mapping[str, list[Example]] | None = None,
+        strict_labels: bool = False,
+        normalize_probabilities: bool = True,
+        structured_outputs: bool = True,
+        max_retries: int = 3,
+        timeout: float | None = None,
+        debug: bool = False,
+    ) -> None:
+        _check_option("method", method, METHODS)
+        _check_option("mode", mode, MODES)
+        _check_option("api", api, APIS)
+        _check_option("confidence", confidence, ("peak", "entropy"))
+        _check_option("layout", layout, LAYOUTS)
+        _check_option("missing", missing, ("zero", "floor"))
+        if not isinstance(model, str) or not model:
+            raise ValueError("model: a non-empty model name is required")
+        if not 0.0 <= auto_threshold <= 1.0:
+            raise ValueError(f"auto_threshold: must lie in [0, 1], got {auto_threshold}")
+        if not isinstance(top_logprobs, int) or top_logprobs < 0:
+            raise ValueError(f"top_logprobs: must be an integer >= 0, got {top_logprobs!r}")
+        if not isinstance(max_concurrency, int) or max_concurrency < 1:
+            raise ValueError(f"max_concurrency: must be an integer >= 1, got {max_concurrency!r}")
+        if not isinstance(n_retry_malformed, int) or n_retry_malformed < 0:
+            raise ValueError(f"n_retry_malformed: must be an integer >= 0, got {n_retry_malformed!r}")
+        if not _has_path(client, "chat", "completions", "create"):
+            raise ClientCapabilityError(
+                f"{type(client).__name__} has no chat.completions.create; pass an OpenAI-compatible client"
+            )
+        self.client = _plain_client(client)
+        self.model = model
+        self.method = method
+        self.mode = mode
+        self.auto_threshold = auto_threshold
+        self.api = api
+        self.confidence = confidence
+        self.top_logprobs = top_logprobs
+        self.max_concurrency = max_concurrency
+        self.n_retry_malformed = n_retry_malformed
+        self.thinking = thinking
+        self.extra_body = dict(extra_body or {})
+        self.layout = layout
+        self.missing = missing
+        self.examples = examples
+        self.strict_labels = strict_labels
+        self.normalize_probabilities = normalize_probabilities
+        self.structured_outputs = structured_outputs
+        self.retry_policy = RetryPolicy(max_retries=max_retries)
+        self.timeout = timeout
+        self.debug = debug
+        self._memory = _Memory()
+
+    # -- preparing a call ------------------------------------------------------------------------
+
+    def _prepare(self, state: Any, questions: Mapping[str, Any], method: str | None, mode: str | None,
+                 examples: Any) -> tuple[list[Prepared], str, str]:
+        method = method or self.method
+        mode = mode or self.mode
+        _check_option("method", method, METHODS)
+        _check_option("mode", mode, MODES)
+        check_state(state)
+        if isinstance(questions, Mapping):
+            for qid, q in questions.items():
+                if not isinstance(q, (Choice, Score, Noul, Mapping)):
+                    raise InvalidQuestionError(f"expected a question, got {type(q).__name__}", question_id=str(qid))
+        if not isinstance(questions, Mapping) or not questions:
+            raise InvalidQuestionError("questions must be a non-empty mapping of id -> question", field="questions")
+        preps = [prepare_question(str(qid), q, method, self._shared_examples(str(qid), examples))
+                 for qid, q in questions.items()]
+        return preps, method, mode
+
+    def _shared_examples(self, qid: str, call_examples: Any) -> tuple[Example, ...]:
+        """Client-level then call-level examples: a list for every question, or a mapping by id."""
+        extra: list[Example] = []
+        for source in (self.examples, call_examples):
+            if source is None:
+                continue
+            items = source.get(qid, []) if isinstance(source, Mapping) else source
+            extra += [e if isinstance(e, Example) else Example.model_validate(e) for e in items]
+        return tuple(extra)
+
+    # -- one question's flow ---------------------------------------------------------------------
+
+    def _flow(self, prep: Prepared, state: Any, method: str, mode: str, rec: _Record) -> Flow:
+        if mode == "system2":
+            rec.passed = "system2"
+            probs = yield from self._json_pass(prep, state, "ratings", rec)
+            return build_answer(prep, probs, self.confidence)
+        probs = yield from self._system1(prep, state, method, rec)
+        answer = build_answer(prep, probs, self.confidence)
+        if mode == "auto":
+            conf = answer_confidence(answer)
+            escalate = conf < self.auto_threshold
+            rec.escalation = {
+                "confidence": conf,
+                "threshold": self.auto_threshold,
+                "escalated": escalate,
+                "why": f"confidence {conf:.3f} {'<' if escalate else '>='} threshold {self.auto_threshold}",
+            }
+            if escalate:
+                rec.passed = "system2"
+                probs = yield from self._json_pass(prep, state, "ratings", rec)
+                return build_answer(prep, probs, self.confidence)
+        return answer
+
+    def _system1(self, prep: Prepared, state: Any, method: str, rec: _Record) -> Flow:
+        key = (self.model, CHAT)
+        if method != "auto":
+            if method in TOKEN_READOUT:
+                return (yield from self._token_pass(prep, state, method, rec))
+            return (yield from self._json_pass(prep, state, method, rec))
+        if len(prep.keys) > MAX_SINGLE_TOKEN_LABELS or key in self._memory.no_logprobs:
+            return (yield from self._json_pass(prep, state, "structured", rec))
+        try:
+            probs = yield from self._token_pass(prep, state, "logprobs", rec)
+        except FieldRefusedError:
+            with self._memory.lock:
+                self._memory.no_logprobs.add(key)  # a refused field is remembered at once
+            rec.retry_reasons.append("the provider refuses logprobs; answered with structured")
+        except LabelReadoutError as exc:
+            if not exc.provider_cannot:
+                raise
+            self._memory.strike(key)  # weak evidence: remembered on the second time
+            rec.retry_reasons.append(f"{exc}; answered with structured")
+        except ProviderError as exc:
+            code = exc.status_code or 0
+            message = getattr(exc, "provider_message", str(exc))
+            if code >= 500:
+                self._memory.strike(key)
+            elif not (400 <= code < 500 and _VALUE_COMPLAINT.search(message) and "logprob" in message.lower()):
+                raise  # a value complaint about top_logprobs falls back for this question only
+            rec.retry_reasons.append(f"{exc}; answered with structured")
+        else:
+            self._memory.clear(key)  # a readable distribution proves the provider can do it
+            return probs
+        return (yield from self._json_pass(prep, state, "structured", rec))
+
+    def _cfg(self) -> MethodConfig:
+        return MethodConfig(self.top_logprobs, self.thinking, self.structured_outputs)
+
+    def _token_pass(self, prep: Prepared, state: Any, method: str, rec: _Record) -> Flow:
+        rec.methods.append(method)
+        messages = render(prep, state, layout=self.layout)  # type: ignore[arg-type]
+        last = self.n_retry_malformed
+        for attempt in range(last + 1):
+            fields, extra = request_fields(method, prep, self._cfg())
+            reply = yield from self._call(messages, fields, extra, rec)
+            parsed = parse_chat(reply.body)
+            check_refusal(parsed)
+            try:
+                if not (parsed.content or "").strip() and parsed.reasoning and not parsed.logprobs:
+                    raise LabelReadoutError(
+                        "the server sent reasoning but no answer (a reasoning-only reply); turn thinking off"
+                    )
+                ro = read_labels(parsed.logprobs, prep.labels, content=parsed.content, missing=self.missing, method=method)  # type: ignore[arg-type]
+                if ro.no_signal and self.strict_labels:
+                    raise LabelReadoutError(
+                        f"first token {ro.sampled!r} is not one of the labels {list(prep.labels)}, nor is any "
+                        "token in the window"
+                    )
+            except LabelReadoutError as exc:
+                if exc.provider_cannot or attempt == last:
+                    raise
+                rec.retry_reasons.append(str(exc))
+                messages = messages + [
+                    {"role": "assistant", "content": parsed.content or ""},
+                    {"role": "user", "content": f"Your previous reply was invalid: {exc}. Reply with exactly one "
+                     f"of these labels and nothing else: {', '.join(prep.labels)}."},
+                ]
+                continue
+            rec.readout = ro.debug()
+            self._note(rec, "readout", ro.debug())
+            return ro.probs
+        raise AssertionError("unreachable")
+
+    def _json_pass(self, prep: Prepared, state: Any, method: str, rec: _Record) -> Flow:
+        rec.methods.append(method)
+        fmt = answer_format(method, prep)
+        messages = render(prep, state, layout=self.layout, fmt=fmt, example_json=example_json(method, prep))  # type: ignore[arg-type]
+        last = self.n_retry_malformed
+        for attempt in range(last + 1):
+            fields, extra = request_fields(method, prep, self._cfg())
+            reply = yield from self._call(messages, fields, extra, rec)
+            parsed = parse_chat(reply.body)
+            check_refusal(parsed)
+            content = parsed.content or ""
+            try:
+                if parsed.finish == "length":
+                    raise truncation_error(CHAT)
+                if not content.strip():
+                    if parsed.reasoning:
+                        raise MalformedAnswerError(
+                            "the server separated reasoning from the answer and sent no answer (a reasoning-only "
+                            "reply); give the model more output budget or turn thinking off"
+                        )
+                    raise MalformedAnswerError("the reply is empty")
+                obj = parse_object(strip_think(content))
+                if method == "structured":
+                    ro = read_structured(prep.keys, prep.kind, obj, self.normalize_probabilities)
+                elif method == "discrete":
+                    ro = read_discrete(prep.keys, prep.labels, prep.kind, obj)
+                else:
+                    ro = read_ratings(prep.keys, obj)
+            except (MalformedAnswerError, IncompleteAnswerError) as exc:
+                if attempt == last:
+                    raise
+                rec.retry_reasons.append(str(exc))
+                messages = messages + [
+                    {"role": "assistant", "content": content},
+                    {"role": "user", "content": f"Your previous reply was invalid: {exc}. Return only a JSON object "
+                     "matching the schema."},
+                ]
+                continue
+            rec.readout = ro.debug()
+            if parsed.reasoning:
+                rec.readout["reasoning"] = parsed.reasoning
+            self._note(rec, "readout", rec.readout)
+            return ro.probs
+        raise AssertionError("unreachable")
+
+    def _call(self, messages: list[dict[str, Any]], fields: dict[str, Any], extra: dict[str, Any],
+              rec: _Record) -> Generator[Call, Reply, Reply]:
+        """Send one request; drop a refused optional field and re-ask (remembered for the client)."""
+        refused = self._memory.refused.get(self.model, set())
+        user_extra = dict(self.extra_body)
+        for name in list(fields) + list(extra) + list(user_extra):
+            if name in refused:
+                fields.pop(name, None)
+                extra.pop(name, None)
+                user_extra.pop(name, None)
+        if "response_format:json_schema" in refused and fields.get("response_format", {}).get("type") == "json_schema":
+            fields["response_format"] = {"type": "json_object"}
+        while True:
+            call = chat_call(self.model, messages, fields, extra, user_extra)
+            self._note(rec, "request", call.kwargs)
+            rec.usage.n_calls += 1
+            try:
+                reply = yield call
+            except ProviderError as exc:
+                rec.usage.n_retries += getattr(exc, "n_retries", 0)
+                name = self._refused_field(exc, call)
+                if name is None:
+                    raise
+                if name in LOGPROB_FIELDS or name == "grammar":
+                    raise FieldRefusedError(str(exc), field=name, status_code=exc.status_code) from exc
+                if name == "response_format" and fields.get("response_format", {}).get("type") == "json_schema":
+                    self._memory.refuse(self.model, "response_format:json_schema")
+                    fields["response_format"] = {"type": "json_object"}
+                else:
+                    self._memory.refuse(self.model, name)
+                    fields.pop(name, None)
+                    extra.pop(name, None)
+                    user_extra.pop(name, None)
+                rec.retry_reasons.append(f"the server refuses {name!r}; re-asked without it")
+                continue
+            rec.usage.n_retries += reply.n_retries
+            parsed = parse_chat(reply.body)
+            rec.usage.add_tokens(parsed.input_tokens, parsed.output_tokens)
+            self._note(rec, "response", reply.body)
+            return reply
+
+    @staticmethod
+    def _refused_field(exc: ProviderError, call: Call) -> str | None:
+        """The sent field a 4xx refuses by name (never a refused *value*), or None."""
+        if not exc.status_code or not 400 <= exc.status_code < 500:
+            return None
+        message = getattr(exc, "provider_message", str(exc))
+        if not _FIELD_REFUSAL.search(message) or _VALUE_COMPLAINT.search(message):
+            return None
+        sent = [k for k in call.kwargs if k not in ("model", "messages", "extra_body")]
+        sent += list(call.kwargs.get("extra_body", {}))
+        for name in sorted(sent, key=len, reverse=True):
+            if re.search(rf"\b{re.escape(name)}\b", message):
+                return name
+        return None
+
+    def _note(self, rec: _Record, kind: str, payload: Any) -> None:
+        if rec.debug:
+            entry = {"kind": kind, "data": redact(payload)}
+            rec.attempts.append(entry)
+            log.debug("jev %s: %s", kind, entry["data"])
+
+    # -- assembling the response -----------------------------------------------------------------
+
+    def _response(self, preps: list[Prepared], answers: list[Answer], records: list[_Record], started: float,
+                  debug: bool) -> SystemOneResponse:
+        usage = Usage()
+        for rec in records:
+            usage.merge(rec.usage)
+        usage.latency_ms = (time.perf_counter() - started) * 1000.0
+        dbg: dict[str, Any] = {
+            "api": CHAT,
+            "methods": {p.id: r.methods[-1] for p, r in zip(preps, records)},
+            "passes": {p.id: r.passed for p, r in zip(preps, records)},
+            "labels_missing": {p.id: r.readout["labels_missing"] for p, r in zip(preps, records)
+                               if r.readout.get("labels_missing")},
+            "no_signal": [p.id for p, r in zip(preps, records) if r.readout.get("no_signal")],
+            "truncated": [p.id for p, r in zip(preps, records) if r.readout.get("truncated")],
+            "retry_reasons": {p.id: r.retry_reasons for p, r in zip(preps, records) if r.retry_reasons},
+            "server_limits": sorted(self._memory.refused.get(self.model, set())),
+        }
+        escalations = {p.id: r.escalation for p, r in zip(preps, records) if r.escalation}
+        if escalations:
+            dbg["escalations"] = escalations
+        if debug:
+            dbg["questions"] = {p.id: {"readout": r.readout, "attempts": r.attempts} for p, r in zip(preps, records)}
+        return SystemOneResponse(model=self.model, answers=dict(zip((p.id for p in preps), answers)), usage=usage,
+                                 debug=dbg)
+
+
+def _check_option(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        exc = UnsupportedMethodError if name == "method" else ValueError
+        raise exc(f"{name}: must be one of {list(allowed)}, got {value!r}")
+
+
+def _first_error(errors: list[BaseException | None]) -> BaseException | None:
+    return next((e for e in errors if e is not None), None)
+
+
+class SystemOneClient(_Base):
+    """Typed decisions from any OpenAI-compatible chat client (sync).
+
+    >>> client = SystemOneClient(openai.OpenAI(), model="gpt-4o-mini")
+    >>> client.system_one(state="...", questions={"team": Choice(instructions="...", criteria={...})})
+    """
+
+    def _drive(self, flow: Flow) -> Any:
+        try:
+            call = next(flow)
+            while True:
+                try:
+                    reply = send(self.client, call, self.retry_policy)
+                except ProviderError as exc:
+                    call = flow.throw(exc)
+                else:
+                    call = flow.send(reply)
+        except StopIteration as stop:
+            return stop.value
+
+    def system_one(self, state: Any, questions: Mapping[str, Any], *, method: str | None = None,
+                   mode: str | None = None, examples: Any = None, timeout: float | None = None,
+                   debug: bool | None = None) -> SystemOneResponse:
+        """Answer every question about ``state``; answers keep question order."""
+        preps, method, mode = self._prepare(state, questions, method, mode, examples)
+        debug = self.debug if debug is None else debug
+        timeout = self.timeout if timeout is None else timeout
+        started = time.perf_counter()
+        records = [_Record(debug) for _ in preps]
+
+        def run(i: int) -> Answer:
+            return self._drive(self._flow(preps[i], state, method, mode, records[i]))
+
+        results: list[Any] = [None] * len(preps)
+        errors: list[BaseException | None] = [None] * len(preps)
+        if len(preps) == 1 and timeout is None:
+            results[0] = run(0)
+        else:
+            pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(preps)), thread_name_prefix="jev")
+            try:
+                futures = [pool.submit(run, i) for i in range(len(preps))]
+                done, pending = wait(futures, timeout=timeout, return_when=FIRST_EXCEPTION)
+                if not pending or any(f.exception() for f in done):
+                    wait(futures, timeout=timeout)  # let the rest finish, so the first error is in question order
+                if any(not f.done() for f in futures):
+                    raise DecisionTimeoutError(f"the call's total timeout of {timeout}s ran out")
+                for i, f in enumerate(futures):
+                    errors[i] = f.exception()
+                    results[i] = None if errors[i] else f.result()
+            finally:
+                pool.shutdown(wait=False, cancel_futures=True)
+        err = _first_error(errors)
+        if err is not None:
+            raise err
+        return self._response(preps, results, records, started, debug)
+
+    def choice(self, state: Any, instructions: str, criteria: Mapping[str, str], **kw: Any) -> ChoiceAnswer:
+        return self.system_one(state, {"choice": Choice(instructions=instructions, criteria=dict(criteria))}, **kw).answers["choice"]  # type: ignore[return-value]
+
+    def score(self, state: Any, instructions: str, criteria: list[str] | Mapping[str, str], **kw: Any) -> ScoreAnswer:
+        return self.system_one(state, {"score": Score(instructions=instructions, criteria=criteria)}, **kw).answers["score"]  # type: ignore[return-value,arg-type]
+
+    def noul(self, state: Any, instructions: str, criteria: Mapping[str, str] | None = None, **kw: Any) -> NoulAnswer:
+        return self.system_one(state, {"noul": Noul(instructions=instructions, criteria=criteria)}, **kw).answers["noul"]  # type: ignore[return-value,arg-type]
+
+
+class AsyncSystemOneClient(_Base):
+    """The async twin of :class:`SystemOneClient`, over an async client (``openai.AsyncOpenAI``)."""
+
+    async def _drive(self, flow: Flow, sem: asyncio.Semaphore) -> Any:
+        try:
+            call = next(flow)
+            while True:
+                try:
+                    async with sem:
+                        reply = await asend(self.client, call, self.retry_policy)
+                except ProviderError as exc:
+                    call = flow.throw(exc)
+                else:
+                    call = flow.send(reply)
+        except StopIteration as stop:
+            return stop.value
+
+    async def system_one(self, state: Any, questions: Mapping[str, Any], *, method: str | None = None,
+                         mode: str | None = None, examples: Any = None, timeout: float | None = None,
+                         debug: bool | None = None) -> SystemOneResponse:
+        """Answer every question about ``state``; answers keep question order."""
+        preps, method, mode = self._prepare(state, questions, method, mode, examples)
+        debug = self.debug if debug is None else debug
+        timeout = self.timeout if timeout is None else timeout
+        started = time.perf_counter()
+        records = [_Record(debug) for _ in preps]
+        sem = asyncio.Semaphore(self.max_concurrency)
+        gathered = asyncio.gather(
+            *(self._drive(self._flow(p, state, method, mode, r), sem) for p, r in zip(preps, records)),
+            return_exceptions=True,
+        )
+        try:
+            results = await asyncio.wait_for(gathered, timeout) if timeout is not None else await gathered
+        except asyncio.TimeoutError:
+            raise DecisionTimeoutError(f"the call's total timeout of {timeout}s ran out") from None
+        err = _first_error([r if isinstance(r, BaseException) else None for r in results])
+        if err is not None:
+            raise err
+        return self._response(preps, list(results), records, started, debug)
+
+    async def choice(self, state: Any, instructions: str, criteria: Mapping[str, str], **kw: Any) -> ChoiceAnswer:
+        resp = await self.system_one(state, {"choice": Choice(instructions=instructions, criteria=dict(criteria))}, **kw)
+        return resp.answers["choice"]  # type: ignore[return-value]
+
+    async def score(self, state: Any, instructions: str, criteria: list[str] | Mapping[str, str], **kw: Any) -> ScoreAnswer:
+        resp = await self.system_one(state, {"score": Score(instructions=instructions, criteria=criteria)}, **kw)  # type: ignore[arg-type]
+        return resp.answers["score"]  # type: ignore[return-value]
+
+    async def noul(self, state: Any, instructions: str, criteria: Mapping[str, str] | None = None, **kw: Any) -> NoulAnswer:
+        resp = await self.system_one(state, {"noul": Noul(instructions=instructions, criteria=criteria)}, **kw)  # type: ignore[arg-type]
+        return resp.answers["noul"]  # type: ignore[return-value]
+
+
+__all__ = ["SystemOneClient", "AsyncSystemOneClient", "FieldRefusedError", "JevError", "JSON_READOUT"]

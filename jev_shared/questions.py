@@ -1,0 +1,248 @@
+"""Questions: the System One question types, their validation, and label allocation.
+
+The first pipeline stage. Everything here runs before any request is sent, so a bad question
+costs nothing but an :class:`InvalidQuestionError` naming the question id and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from .errors import InvalidQuestionError
+
+MAX_CHOICE_OPTIONS = 255
+MAX_SCORE_LEVELS = 10
+MIN_SCORE_LEVELS = 2
+MAX_SINGLE_TOKEN_LABELS = 26
+#: Methods that read one label token, so they cannot tell "AA" from "A".
+TOKEN_METHODS = frozenset({"logprobs", "grammar"})
+
+State = Union[str, Mapping[str, Any], list[Any]]
+
+
+class Example(BaseModel):
+    """A worked example: a state and the answer the model should give for it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    state: Any
+    answer: str | bool | int
+
+
+class _Question(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    instructions: str
+    examples: list[Example] | None = None
+
+
+class Choice(_Question):
+    """Pick one option; ``criteria`` maps each option key to its description, in order."""
+
+    type: Literal["choice"] = "choice"
+    criteria: dict[str, str]
+
+
+class Score(_Question):
+    """Place the state on ordered levels 0..n-1; ``criteria`` lists the levels' descriptions."""
+
+    type: Literal["score"] = "score"
+    criteria: list[str] | dict[str, str]
+
+
+class Noul(_Question):
+    """A yes/no statement; the answer is the probability that it is true."""
+
+    type: Literal["noul"] = "noul"
+    criteria: dict[str, str] | None = None
+
+
+Question = Annotated[Union[Choice, Score, Noul], Field(discriminator="type")]
+_QUESTION_ADAPTER: TypeAdapter[Choice | Score | Noul] = TypeAdapter(Question)
+
+DEFAULT_NOUL = {"true": "Yes, the statement is true.", "false": "No, the statement is false."}
+
+
+def labels_for(n: int) -> list[str]:
+    """Labels A..Z while n <= 26, then AA, AB, ... ZZ (only JSON methods can read those)."""
+    letters = string.ascii_uppercase
+    if n <= MAX_SINGLE_TOKEN_LABELS:
+        return list(letters[:n])
+    return [a + b for a in letters for b in letters][:n]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated question with its candidates and labels allocated, ready for the prompt."""
+
+    id: str
+    question: Choice | Score | Noul
+    #: Candidate keys in order: option keys (choice), "0".."n-1" (score), "true"/"false" (noul).
+    keys: tuple[str, ...]
+    descriptions: tuple[str, ...]
+    labels: tuple[str, ...]
+    examples: tuple[Example, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return self.question.type
+
+    def label_to_key(self) -> dict[str, str]:
+        return dict(zip(self.labels, self.keys))
+
+
+def _coerce(qid: str, raw: Any) -> Choice | Score | Noul:
+    if isinstance(raw, (Choice, Score, Noul)):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise InvalidQuestionError(
+            f"expected a Choice, Score or Noul (or its dict), got {type(raw).__name__}", question_id=qid
+        )
+    try:
+        return _QUESTION_ADAPTER.validate_python(dict(raw))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"] if p not in ("choice", "score", "noul"))
+        raise InvalidQuestionError(err["msg"], question_id=qid, field=loc or None) from None
+
+
+def prepare_question(qid: str, raw: Any, method: str, shared_examples: tuple[Example, ...] = ()) -> Prepared:
+    """Validate one question for ``method`` and allocate its labels."""
+    if not isinstance(qid, str) or not qid.strip():
+        raise InvalidQuestionError("question ids must be non-empty strings", question_id=repr(qid))
+    q = _coerce(qid, raw)
+    if not q.instructions.strip():
+        raise InvalidQuestionError("must not be empty", question_id=qid, field="instructions")
+    if isinstance(q, Choice):
+        keys = list(q.criteria)
+        if not 1 <= len(keys) <= MAX_CHOICE_OPTIONS:
+            raise InvalidQuestionError(
+                f"a choice takes 1 to {MAX_CHOICE_OPTIONS} options, got {len(keys)}", question_id=qid, field="criteria"
+            )
+        blank = [k for k in keys if not k.strip()]
+        if blank:
+            raise InvalidQuestionError("option keys must be non-empty", question_id=qid, field="criteria")
+        stripped = [k.strip() for k in keys]
+        dupes = sorted({k for k in stripped if stripped.count(k) > 1})
+        if dupes:
+            raise InvalidQuestionError(f"duplicate option keys {dupes}", question_id=qid, field="criteria")
+        descriptions = [q.criteria[k] for k in keys]
+    elif isinstance(q, Score):
+        descriptions = list(q.criteria.values()) if isinstance(q.criteria, dict) else list(q.criteria)
+        if not MIN_SCORE_LEVELS <= len(descriptions) <= MAX_SCORE_LEVELS:
+            raise InvalidQuestionError(
+                f"a score takes {MIN_SCORE_LEVELS} to {MAX_SCORE_LEVELS} levels, got {len(descriptions)}",
+                question_id=qid,
+                field="criteria",
+            )
+        keys = [str(i) for i in range(len(descriptions))]
+    else:
+        criteria = q.criteria if q.criteria is not None else DEFAULT_NOUL
+        extra = sorted(set(criteria) - {"true", "false"})
+        if extra:
+            raise InvalidQuestionError(
+                f"noul criteria take only 'true' and 'false', got {extra}", question_id=qid, field="criteria"
+            )
+        keys = ["true", "false"]
+        descriptions = [criteria.get("true", DEFAULT_NOUL["true"]), criteria.get("false", DEFAULT_NOUL["false"])]
+    if method in TOKEN_METHODS and len(keys) > MAX_SINGLE_TOKEN_LABELS:
+        raise InvalidQuestionError(
+            f"method {method!r} reads one label token, so it takes at most {MAX_SINGLE_TOKEN_LABELS} options "
+            f"(got {len(keys)}); use method='structured' or method='discrete' for up to {MAX_CHOICE_OPTIONS}",
+            question_id=qid,
+            field="criteria",
+        )
+    examples = tuple(shared_examples) + tuple(q.examples or ())
+    for i, ex in enumerate(examples):
+        check_state(ex.state, question_id=qid, field=f"examples[{i}].state")
+        if _example_key(ex.answer, keys) is None:
+            raise InvalidQuestionError(
+                f"answer {ex.answer!r} is not one of the options {keys}", question_id=qid, field=f"examples[{i}].answer"
+            )
+    return Prepared(qid, q, tuple(keys), tuple(descriptions), tuple(labels_for(len(keys))), examples)
+
+
+def _example_key(answer: str | bool | int, keys: list[str]) -> str | None:
+    """Map an example's answer onto a candidate key (bool for noul, level index for score)."""
+    if isinstance(answer, bool):
+        text = "true" if answer else "false"
+    else:
+        text = str(answer)
+    return text if text in keys else None
+
+
+def example_key(prep: Prepared, answer: str | bool | int) -> str:
+    key = _example_key(answer, list(prep.keys))
+    assert key is not None  # checked in prepare_question
+    return key
+
+
+def prepare_questions(
+    questions: Mapping[str, Any], method: str, shared_examples: tuple[Example, ...] = ()
+) -> list[Prepared]:
+    """Validate every question (in order) before anything is sent."""
+    if not isinstance(questions, Mapping) or not questions:
+        raise InvalidQuestionError("questions must be a non-empty mapping of id -> question", field="questions")
+    return [prepare_question(qid, q, method, shared_examples) for qid, q in questions.items()]
+
+
+def _finite(value: Any, path: str) -> str | None:
+    """Return the path of the first NaN/Infinity in a JSON-like value, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            bad = _finite(v, f"{path}.{k}")
+            if bad:
+                return bad
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            bad = _finite(v, f"{path}[{i}]")
+            if bad:
+                return bad
+    return None
+
+
+def is_chat(state: Any) -> bool:
+    """Chat turns: a non-empty list of mappings that each carry a role and a content."""
+    return (
+        isinstance(state, list)
+        and bool(state)
+        and all(isinstance(t, Mapping) and "role" in t and "content" in t for t in state)
+    )
+
+
+def check_state(state: Any, *, question_id: str | None = None, field: str = "state") -> None:
+    """A state is text, a JSON-able mapping or list, or chat turns; never empty or non-finite."""
+    if isinstance(state, str):
+        if not state.strip():
+            raise InvalidQuestionError("must not be empty", question_id=question_id, field=field)
+        return
+    if isinstance(state, (Mapping, list, tuple)):
+        if not state:
+            raise InvalidQuestionError("must not be empty", question_id=question_id, field=field)
+        bad = _finite(state, field)
+        if bad:
+            raise InvalidQuestionError(
+                f"holds a NaN or Infinity at {bad}; JSON cannot carry it", question_id=question_id, field=field
+            )
+        try:
+            json.dumps(state, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidQuestionError(f"is not JSON-serialisable ({exc})", question_id=question_id, field=field) from None
+        return
+    if isinstance(state, BaseModel):
+        check_state(state.model_dump(mode="json"), question_id=question_id, field=field)
+        return
+    raise InvalidQuestionError(
+        f"must be text, a JSON object or list, or chat turns; got {type(state).__name__}",
+        question_id=question_id,
+        field=field,
+    )

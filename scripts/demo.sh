@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The main job: decide a handful of support tickets. Sets itself up on first run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh .venv dev,local,langchain
+exec python examples/quickstart.py "$@"

