@@ -1,0 +1,43 @@
+"""Shared fixtures: the embedded llama.cpp server (real, in-process) and cassette replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
+
+
+@pytest.fixture(scope="session")
+def local_server():
+    """The embedded SmolLM2 server, started once per test session (about half a second)."""
+    from jev_shared.local import LocalServer
+
+    with LocalServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def local_client(local_server):
+    """A SystemOneClient on the embedded server."""
+    from jev_shared import SystemOneClient
+
+    return SystemOneClient(local_server.client(), model=local_server.model)
+
+
+@pytest.fixture
+def cassette():
+    """Replay a recorded cassette strictly: a request that was not recorded fails loudly."""
+    import vcr
+
+    def use(name: str):
+        my_vcr = vcr.VCR(
+            cassette_library_dir=str(CASSETTES),
+            record_mode="none",
+            match_on=["method", "scheme", "port", "path", "body"],
+            decode_compressed_response=True,
+        )
+        return my_vcr.use_cassette(f"{name}.yaml")
+
+    return use
