@@ -17,7 +17,16 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse, Usage, answer_confidence, build_answer
+from .answers import (
+    Answer,
+    ChoiceAnswer,
+    NoulAnswer,
+    ScoreAnswer,
+    SystemOneResponse,
+    Usage,
+    answer_confidence,
+    build_answer,
+)
 from .errors import (
     ClientCapabilityError,
     DecisionTimeoutError,
@@ -30,9 +39,22 @@ from .errors import (
     UnsupportedMethodError,
 )
 from .methods import JSON_READOUT, METHODS, TOKEN_READOUT, MethodConfig, answer_format, example_json, request_fields
-from .prompt import LAYOUTS, render
+from .prompt import LABEL, LAYOUTS, AnswerFormat, render, symbols_of
 from .questions import MAX_SINGLE_TOKEN_LABELS, Choice, Example, Noul, Prepared, Score, check_state, prepare_question
-from .readout import parse_object, read_discrete, read_labels, read_ratings, read_structured, strip_think
+from .readout import (
+    AmbiguousNamesError,
+    Fold,
+    digit_fold,
+    name_fold,
+    names_collide,
+    parse_object,
+    read_discrete,
+    read_labels,
+    read_ratings,
+    read_structured,
+    strip_think,
+    yes_no_fold,
+)
 from .redact import redact
 from .surfaces import CHAT, chat_call, check_refusal, parse_chat, truncation_error
 from .transport import Call, Reply, RetryPolicy, asend, send
@@ -40,6 +62,7 @@ from .transport import Call, Reply, RetryPolicy, asend, send
 log = logging.getLogger("jev_shared")
 
 MODES = ("system1", "system2", "auto")
+LABEL_STYLES = ("letters", "names")
 APIS = ("auto", "chat_completions")
 _FIELD_REFUSAL = re.compile(
     r"is not supported|not supported|unrecognized request argument|extra inputs are not permitted|"
@@ -74,6 +97,26 @@ class _Record:
     readout: dict[str, Any] = field(default_factory=dict)
     escalation: dict[str, Any] | None = None
     passed: str = "system1"
+    labels_used: str | None = None
+    labels_note: str | None = None
+
+
+@dataclass(frozen=True)
+class _Opts:
+    """Per-call choices: the System 1 method, the mode, and the label style."""
+
+    method: str
+    mode: str
+    labels: str
+
+
+def _named(prep: Prepared) -> tuple[AnswerFormat, Fold]:
+    """Answer with the option's own name: keys for choice, digits for score, yes/no for noul."""
+    if prep.kind == "choice":
+        return AnswerFormat(symbols=prep.keys), name_fold(prep.keys)
+    if prep.kind == "score":
+        return AnswerFormat(symbols=prep.keys), digit_fold(len(prep.keys))
+    return AnswerFormat(symbols=("yes", "no")), yes_no_fold
 
 
 class _Memory:
@@ -136,6 +179,7 @@ class _Base:
         thinking: bool | None = None,
         extra_body: dict[str, Any] | None = None,
         layout: str = "state_last",
+        labels: str = "letters",
         missing: str = "zero",
         examples: list[Example] | Mapping[str, list[Example]] | None = None,
         strict_labels: bool = False,
@@ -151,6 +195,7 @@ class _Base:
         _check_option("confidence", confidence, ("peak", "entropy"))
         _check_option("layout", layout, LAYOUTS)
         _check_option("missing", missing, ("zero", "floor"))
+        _check_option("labels", labels, LABEL_STYLES)
         if not isinstance(model, str) or not model:
             raise ValueError("model: a non-empty model name is required")
         if not 0.0 <= auto_threshold <= 1.0:
@@ -178,6 +223,7 @@ class _Base:
         self.thinking = thinking
         self.extra_body = dict(extra_body or {})
         self.layout = layout
+        self.labels = labels
         self.missing = missing
         self.examples = examples
         self.strict_labels = strict_labels
@@ -191,11 +237,12 @@ class _Base:
     # -- preparing a call ------------------------------------------------------------------------
 
     def _prepare(self, state: Any, questions: Mapping[str, Any], method: str | None, mode: str | None,
-                 examples: Any) -> tuple[list[Prepared], str, str]:
-        method = method or self.method
-        mode = mode or self.mode
+                 examples: Any, labels: str | None = None) -> tuple[list[Prepared], _Opts]:
+        opts = _Opts(method or self.method, mode or self.mode, labels or self.labels)
+        method = opts.method
         _check_option("method", method, METHODS)
-        _check_option("mode", mode, MODES)
+        _check_option("mode", opts.mode, MODES)
+        _check_option("labels", opts.labels, LABEL_STYLES)
         check_state(state)
         if isinstance(questions, Mapping):
             for qid, q in questions.items():
@@ -205,7 +252,7 @@ class _Base:
             raise InvalidQuestionError("questions must be a non-empty mapping of id -> question", field="questions")
         preps = [prepare_question(str(qid), q, method, self._shared_examples(str(qid), examples))
                  for qid, q in questions.items()]
-        return preps, method, mode
+        return preps, opts
 
     def _shared_examples(self, qid: str, call_examples: Any) -> tuple[Example, ...]:
         """Client-level then call-level examples: a list for every question, or a mapping by id."""
@@ -219,12 +266,13 @@ class _Base:
 
     # -- one question's flow ---------------------------------------------------------------------
 
-    def _flow(self, prep: Prepared, state: Any, method: str, mode: str, rec: _Record) -> Flow:
+    def _flow(self, prep: Prepared, state: Any, opts: _Opts, rec: _Record) -> Flow:
+        mode = opts.mode
         if mode == "system2":
             rec.passed = "system2"
             probs = yield from self._json_pass(prep, state, "ratings", rec)
             return build_answer(prep, probs, self.confidence)
-        probs = yield from self._system1(prep, state, method, rec)
+        probs = yield from self._system1(prep, state, opts, rec)
         answer = build_answer(prep, probs, self.confidence)
         if mode == "auto":
             conf = answer_confidence(answer)
@@ -241,16 +289,17 @@ class _Base:
                 return build_answer(prep, probs, self.confidence)
         return answer
 
-    def _system1(self, prep: Prepared, state: Any, method: str, rec: _Record) -> Flow:
+    def _system1(self, prep: Prepared, state: Any, opts: _Opts, rec: _Record) -> Flow:
         key = (self.model, CHAT)
+        method = opts.method
         if method != "auto":
             if method in TOKEN_READOUT:
-                return (yield from self._token_pass(prep, state, method, rec))
+                return (yield from self._token_pass(prep, state, method, opts.labels, rec))
             return (yield from self._json_pass(prep, state, method, rec))
         if len(prep.keys) > MAX_SINGLE_TOKEN_LABELS or key in self._memory.no_logprobs:
             return (yield from self._json_pass(prep, state, "structured", rec))
         try:
-            probs = yield from self._token_pass(prep, state, "logprobs", rec)
+            probs = yield from self._token_pass(prep, state, "logprobs", opts.labels, rec)
         except FieldRefusedError:
             with self._memory.lock:
                 self._memory.no_logprobs.add(key)  # a refused field is remembered at once
@@ -276,12 +325,28 @@ class _Base:
     def _cfg(self) -> MethodConfig:
         return MethodConfig(self.top_logprobs, self.thinking, self.structured_outputs)
 
-    def _token_pass(self, prep: Prepared, state: Any, method: str, rec: _Record) -> Flow:
+    def _token_pass(self, prep: Prepared, state: Any, method: str, labels: str, rec: _Record) -> Flow:
         rec.methods.append(method)
-        messages = render(prep, state, layout=self.layout)  # type: ignore[arg-type]
+        fmt, fold = LABEL, None
+        if labels == "names":
+            if prep.kind == "choice" and names_collide(prep.keys):
+                rec.labels_note = "option names may share a first token; read with letters"
+            else:
+                fmt, fold = _named(prep)
+        try:
+            return (yield from self._read_tokens(prep, state, method, fmt, fold, rec))
+        except AmbiguousNamesError as exc:
+            rec.labels_note = f"{exc}; re-asked with letters"
+            return (yield from self._read_tokens(prep, state, method, LABEL, None, rec))
+
+    def _read_tokens(self, prep: Prepared, state: Any, method: str, fmt: AnswerFormat, fold: Fold | None,
+                     rec: _Record) -> Flow:
+        symbols = symbols_of(prep, fmt)
+        rec.labels_used = "letters" if fmt.symbols is None else "names"
+        messages = render(prep, state, layout=self.layout, fmt=fmt)  # type: ignore[arg-type]
         last = self.n_retry_malformed
         for attempt in range(last + 1):
-            fields, extra = request_fields(method, prep, self._cfg())
+            fields, extra = request_fields(method, prep, self._cfg(), symbols)
             reply = yield from self._call(messages, fields, extra, rec)
             parsed = parse_chat(reply.body)
             check_refusal(parsed)
@@ -290,20 +355,21 @@ class _Base:
                     raise LabelReadoutError(
                         "the server sent reasoning but no answer (a reasoning-only reply); turn thinking off"
                     )
-                ro = read_labels(parsed.logprobs, prep.labels, content=parsed.content, missing=self.missing, method=method)  # type: ignore[arg-type]
+                ro = read_labels(parsed.logprobs, symbols, content=parsed.content, missing=self.missing,  # type: ignore[arg-type]
+                                 method=method, fold=fold)
                 if ro.no_signal and self.strict_labels:
                     raise LabelReadoutError(
-                        f"first token {ro.sampled!r} is not one of the labels {list(prep.labels)}, nor is any "
+                        f"first token {ro.sampled!r} is not one of the labels {list(symbols)}, nor is any "
                         "token in the window"
                     )
             except LabelReadoutError as exc:
-                if exc.provider_cannot or attempt == last:
+                if exc.provider_cannot or attempt == last or isinstance(exc, AmbiguousNamesError):
                     raise
                 rec.retry_reasons.append(str(exc))
                 messages = messages + [
                     {"role": "assistant", "content": parsed.content or ""},
                     {"role": "user", "content": f"Your previous reply was invalid: {exc}. Reply with exactly one "
-                     f"of these labels and nothing else: {', '.join(prep.labels)}."},
+                     f"of these labels and nothing else: {', '.join(symbols)}."},
                 ]
                 continue
             rec.readout = ro.debug()
@@ -426,20 +492,20 @@ class _Base:
         for rec in records:
             usage.merge(rec.usage)
         usage.latency_ms = (time.perf_counter() - started) * 1000.0
-        dbg: dict[str, Any] = {
-            "api": CHAT,
-            "methods": {p.id: r.methods[-1] for p, r in zip(preps, records)},
-            "passes": {p.id: r.passed for p, r in zip(preps, records)},
-            "labels_missing": {p.id: r.readout["labels_missing"] for p, r in zip(preps, records)
-                               if r.readout.get("labels_missing")},
-            "no_signal": [p.id for p, r in zip(preps, records) if r.readout.get("no_signal")],
-            "truncated": [p.id for p, r in zip(preps, records) if r.readout.get("truncated")],
-            "retry_reasons": {p.id: r.retry_reasons for p, r in zip(preps, records) if r.retry_reasons},
-            "server_limits": sorted(self._memory.refused.get(self.model, set())),
-        }
-        escalations = {p.id: r.escalation for p, r in zip(preps, records) if r.escalation}
-        if escalations:
-            dbg["escalations"] = escalations
+        dbg: dict[str, Any] = {"api": CHAT, "methods": {}, "passes": {}, "labels_missing": {}, "no_signal": [],
+                               "truncated": [], "retry_reasons": {},
+                               "server_limits": sorted(self._memory.refused.get(self.model, set()))}
+        for p, r in zip(preps, records):
+            dbg["methods"][p.id] = r.methods[-1]
+            dbg["passes"][p.id] = r.passed
+            for name, value in (("labels_missing", r.readout.get("labels_missing")), ("retry_reasons", r.retry_reasons),
+                                ("labels", r.labels_used), ("labels_fallback", r.labels_note),
+                                ("escalations", r.escalation)):
+                if value:
+                    dbg.setdefault(name, {})[p.id] = value
+            for flag in ("no_signal", "truncated"):
+                if r.readout.get(flag):
+                    dbg[flag].append(p.id)
         if debug:
             dbg["questions"] = {p.id: {"readout": r.readout, "attempts": r.attempts} for p, r in zip(preps, records)}
         return SystemOneResponse(model=self.model, answers=dict(zip((p.id for p in preps), answers)), usage=usage,
@@ -477,17 +543,17 @@ class SystemOneClient(_Base):
             return stop.value
 
     def system_one(self, state: Any, questions: Mapping[str, Any], *, method: str | None = None,
-                   mode: str | None = None, examples: Any = None, timeout: float | None = None,
-                   debug: bool | None = None) -> SystemOneResponse:
+                   mode: str | None = None, labels: str | None = None, examples: Any = None,
+                   timeout: float | None = None, debug: bool | None = None) -> SystemOneResponse:
         """Answer every question about ``state``; answers keep question order."""
-        preps, method, mode = self._prepare(state, questions, method, mode, examples)
+        preps, opts = self._prepare(state, questions, method, mode, examples, labels)
         debug = self.debug if debug is None else debug
         timeout = self.timeout if timeout is None else timeout
         started = time.perf_counter()
         records = [_Record(debug) for _ in preps]
 
         def run(i: int) -> Answer:
-            return self._drive(self._flow(preps[i], state, method, mode, records[i]))
+            return self._drive(self._flow(preps[i], state, opts, records[i]))
 
         results: list[Any] = [None] * len(preps)
         errors: list[BaseException | None] = [None] * len(preps)
@@ -540,22 +606,22 @@ class AsyncSystemOneClient(_Base):
             return stop.value
 
     async def system_one(self, state: Any, questions: Mapping[str, Any], *, method: str | None = None,
-                         mode: str | None = None, examples: Any = None, timeout: float | None = None,
-                         debug: bool | None = None) -> SystemOneResponse:
+                         mode: str | None = None, labels: str | None = None, examples: Any = None,
+                         timeout: float | None = None, debug: bool | None = None) -> SystemOneResponse:
         """Answer every question about ``state``; answers keep question order."""
-        preps, method, mode = self._prepare(state, questions, method, mode, examples)
+        preps, opts = self._prepare(state, questions, method, mode, examples, labels)
         debug = self.debug if debug is None else debug
         timeout = self.timeout if timeout is None else timeout
         started = time.perf_counter()
         records = [_Record(debug) for _ in preps]
         sem = asyncio.Semaphore(self.max_concurrency)
         gathered = asyncio.gather(
-            *(self._drive(self._flow(p, state, method, mode, r), sem) for p, r in zip(preps, records)),
+            *(self._drive(self._flow(p, state, opts, r), sem) for p, r in zip(preps, records)),
             return_exceptions=True,
         )
         try:
             results = await asyncio.wait_for(gathered, timeout) if timeout is not None else await gathered
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise DecisionTimeoutError(f"the call's total timeout of {timeout}s ran out") from None
         err = _first_error([r if isinstance(r, BaseException) else None for r in results])
         if err is not None:

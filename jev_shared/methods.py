@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -28,7 +29,7 @@ class MethodConfig:
 
 def grammar_for(labels: tuple[str, ...]) -> str:
     """GBNF accepting exactly one label: root ::= "A" | "B" | …"""
-    return "root ::= " + " | ".join(f'"{lab}"' for lab in labels)
+    return "root ::= " + " | ".join(json.dumps(lab) for lab in labels)
 
 
 def _object(props: dict[str, Any]) -> dict[str, Any]:
@@ -92,8 +93,12 @@ def example_json(method: str, prep: Prepared):
     return reply
 
 
-def request_fields(method: str, prep: Prepared, cfg: MethodConfig) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(standard fields, extra_body fields) for one question under ``method``."""
+def request_fields(method: str, prep: Prepared, cfg: MethodConfig,
+                   symbols: tuple[str, ...] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(standard fields, extra_body fields) for one question under ``method``.
+
+    ``symbols`` are what a token method's answer may be (letters by default; names, digits, yes/no).
+    """
     fields: dict[str, Any] = {"temperature": 0}
     extra: dict[str, Any] = {}
     if method in TOKEN_READOUT:
@@ -103,7 +108,7 @@ def request_fields(method: str, prep: Prepared, cfg: MethodConfig) -> tuple[dict
             fields["max_tokens"] = 1
             extra["chat_template_kwargs"] = {"enable_thinking": False}
         if method == "grammar":
-            extra["grammar"] = grammar_for(prep.labels)
+            extra["grammar"] = grammar_for(symbols or prep.labels)
         return fields, extra
     schema = schema_for(method, prep)
     if cfg.structured_outputs:

@@ -36,6 +36,8 @@ class AnswerFormat:
     """How the model is asked to answer: one label token, or one JSON object."""
 
     kind: Literal["label", "json"] = "label"
+    #: For labels: the symbols the model answers with: letters (default), or option names / digits / yes-no.
+    symbols: tuple[str, ...] | None = None
     #: For JSON: the schema (also sent as response_format; kept in the prompt for servers that ignore it).
     schema: dict[str, Any] | None = None
     #: For JSON: the closing instruction, e.g. "Give the probability of each option."
@@ -64,23 +66,34 @@ def _content_text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False, default=str)
 
 
-def options_block(prep: Prepared) -> str:
+def symbols_of(prep: Prepared, fmt: AnswerFormat) -> tuple[str, ...]:
+    return fmt.symbols if fmt.symbols is not None else prep.labels
+
+
+def options_block(prep: Prepared, fmt: AnswerFormat = LABEL) -> str:
     lines = []
-    for label, key, desc in zip(prep.labels, prep.keys, prep.descriptions):
+    named = fmt.symbols is not None
+    for symbol, key, desc in zip(symbols_of(prep, fmt), prep.keys, prep.descriptions):
+        if named:  # the symbol is the option's own name (or digit, or yes/no)
+            lines.append(f"{symbol}: {desc}" if desc else symbol)
+            continue
         name = f"level {key}" if prep.kind == "score" else key
-        lines.append(f"{label}: {name} — {desc}".rstrip(" —") if desc else f"{label}: {name}")
+        lines.append(f"{symbol}: {name} — {desc}" if desc else f"{symbol}: {name}")
     return "\n".join(lines)
 
 
-def question_block(prep: Prepared) -> str:
+def question_block(prep: Prepared, fmt: AnswerFormat = LABEL) -> str:
     head = {"choice": "Question", "score": "Question", "noul": "Statement"}[prep.kind]
-    return f"{head}: {prep.question.instructions.strip()}\n\nOptions:\n{options_block(prep)}"
+    return f"{head}: {prep.question.instructions.strip()}\n\nOptions:\n{options_block(prep, fmt)}"
 
 
 def closing(prep: Prepared, fmt: AnswerFormat) -> str:
     if fmt.kind == "label":
-        labels = ", ".join(prep.labels)
-        return f"Answer with exactly one letter ({labels}). Reply with that single letter and nothing else."
+        symbols = ", ".join(symbols_of(prep, fmt))
+        if fmt.symbols is None:
+            return f"Answer with exactly one letter ({symbols}). Reply with that single letter and nothing else."
+        what = {"choice": "option name", "score": "digit", "noul": "word"}[prep.kind]
+        return f"Answer with exactly one {what} ({symbols}). Reply with that {what} and nothing else."
     schema = json.dumps(fmt.schema, separators=(",", ":"))
     return f"{fmt.ask} Reply with one JSON object matching this schema, and nothing else:\n{schema}"
 
@@ -94,7 +107,7 @@ def _fused(prep: Prepared, state: Any, fmt: AnswerFormat) -> str:
         "evidence": render_state(state),
         "criterion": prep.question.instructions,
         "options": [{"letter": lab, "description": f"{key}: {d}" if d else key}
-                    for lab, key, d in zip(prep.labels, prep.keys, prep.descriptions)],
+                    for lab, key, d in zip(symbols_of(prep, fmt), prep.keys, prep.descriptions)],
     }
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n\n" + closing(prep, fmt)
 
@@ -106,14 +119,14 @@ def _turns(prep: Prepared, state: Any, layout: Layout, fmt: AnswerFormat) -> lis
     if layout == "split":
         return [
             {"role": "user", "content": state_block(state)},
-            {"role": "user", "content": question_block(prep) + "\n\n" + closing(prep, fmt)},
+            {"role": "user", "content": question_block(prep, fmt) + "\n\n" + closing(prep, fmt)},
         ]
-    return [{"role": "user", "content": f"{question_block(prep)}\n\n{state_block(state)}\n\n{closing(prep, fmt)}"}]
+    return [{"role": "user", "content": f"{question_block(prep, fmt)}\n\n{state_block(state)}\n\n{closing(prep, fmt)}"}]
 
 
 def example_reply(prep: Prepared, key: str, fmt: AnswerFormat, json_reply: Any = None) -> str:
     if fmt.kind == "label":
-        return prep.labels[prep.keys.index(key)]
+        return symbols_of(prep, fmt)[prep.keys.index(key)]
     return json.dumps(json_reply, separators=(",", ":"))
 
 

@@ -64,7 +64,7 @@ class Noul(_Question):
     criteria: dict[str, str] | None = None
 
 
-Question = Annotated[Union[Choice, Score, Noul], Field(discriminator="type")]
+Question = Annotated[Choice | Score | Noul, Field(discriminator="type")]
 _QUESTION_ADAPTER: TypeAdapter[Choice | Score | Noul] = TypeAdapter(Question)
 
 DEFAULT_NOUL = {"true": "Yes, the statement is true.", "false": "No, the statement is false."}

@@ -8,11 +8,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import LabelReadoutError, MalformedAnswerError
+
+
+class AmbiguousNamesError(LabelReadoutError):
+    """Option names whose first tokens collide: read with letters instead."""
 
 Missing = Literal["zero", "floor"]
 _OPEN = "([{\"'*"
@@ -26,6 +30,59 @@ def fold_label(token: str, labels: frozenset[str]) -> str | None:
         return None
     t = t.upper()
     return t if t in labels else None
+
+
+#: A token that starts more than one option name: it tells nothing apart.
+AMBIGUOUS = "\x00ambiguous"
+YES_WORDS = frozenset({"y", "yes", "yeah", "yep"})
+NO_WORDS = frozenset({"n", "no", "nope", "nah"})
+_ALPHA_RUN = re.compile(r"[A-Za-z]+")
+
+Fold = Callable[[str], str | None]
+
+
+def letter_fold(labels: Sequence[str]) -> Fold:
+    label_set = frozenset(labels)
+    return lambda token: fold_label(token, label_set)
+
+
+def digit_fold(n: int) -> Fold:
+    """Score levels as digits: an exact single digit only, so "10" or "1." cannot blur a level."""
+    digits = frozenset(str(i) for i in range(n))
+    return lambda token: token.strip() if token.strip() in digits else None
+
+
+def yes_no_fold(token: str) -> str | None:
+    """Noul as words: the first alphabetic run, lowercased: yes/yeah/yep/y → "yes", no/nope/nah/n → "no"."""
+    run = _ALPHA_RUN.search(token)
+    word = run.group(0).lower() if run else ""
+    return "yes" if word in YES_WORDS else "no" if word in NO_WORDS else None
+
+
+def name_fold(names: Sequence[str]) -> Fold:
+    """A token counts for an option name when it starts that name (case-insensitive, spaces and
+    punctuation stripped); a token that starts several names is AMBIGUOUS."""
+    lowered = [n.lower() for n in names]
+
+    def fold(token: str) -> str | None:
+        t = token.strip().lstrip(_OPEN).rstrip(_CLOSE).strip().lower()
+        if not t:
+            return None
+        hits = [n for n, low in zip(names, lowered) if low.startswith(t)]
+        if len(hits) > 1:
+            return AMBIGUOUS
+        return hits[0] if hits else None
+
+    return fold
+
+
+def names_collide(names: Sequence[str]) -> bool:
+    """Names a first token may not tell apart: one a prefix of another, or the same first word."""
+    lowered = [n.strip().lower() for n in names]
+    words = [re.split(r"[\s_\-/]+", n)[0] for n in lowered]
+    if len(set(words)) < len(words):
+        return True
+    return any(a != b and b.startswith(a) for a in lowered for b in lowered)
 
 
 @dataclass
@@ -84,8 +141,14 @@ def read_labels(
     content: str | None = None,
     missing: Missing = "zero",
     method: str = "logprobs",
+    fold: Fold | None = None,
 ) -> Readout:
-    """Fold the window onto ``labels``, keep the best variant of each, softmax over labels only."""
+    """Fold the window onto ``labels``, keep the best variant of each, softmax over labels only.
+
+    ``fold`` maps a token to a label (default: letter folding); a token it calls AMBIGUOUS and that
+    outranks every label raises :class:`AmbiguousNamesError`, so the caller can re-ask with letters.
+    """
+    fold = fold or letter_fold(labels)
     entries = _get(logprobs, "content") if logprobs is not None else None
     if not entries:
         raise LabelReadoutError(
@@ -97,8 +160,6 @@ def read_labels(
     sampled = str(_get(entry, "token") or "")
     sampled_lp = _get(entry, "logprob")
     window = list(_get(entry, "top_logprobs") or [])
-    label_set = frozenset(labels)
-
     if len(labels) == 1:
         return Readout([1.0], sampled=sampled, logprobs={labels[0]: 0.0})
     if sampled_lp is None:
@@ -112,6 +173,7 @@ def read_labels(
         )
 
     best: dict[str, float] = {}
+    ambiguous = -math.inf
     returned: list[float] = []
     for cand in [{"token": sampled, "logprob": sampled_lp}, *window]:
         lp = _get(cand, "logprob")
@@ -121,9 +183,15 @@ def read_labels(
         if math.isnan(lp) or lp == math.inf:
             raise LabelReadoutError(f"non-finite logprob {lp!r} for token {_get(cand, 'token')!r}")
         returned.append(lp)
-        label = fold_label(str(_get(cand, "token") or ""), label_set)
-        if label is not None and lp > best.get(label, -math.inf):
+        label = fold(str(_get(cand, "token") or ""))
+        if label == AMBIGUOUS:
+            ambiguous = max(ambiguous, lp)
+        elif label is not None and lp > best.get(label, -math.inf):
             best[label] = lp
+    if ambiguous > max(best.values(), default=-math.inf):
+        raise AmbiguousNamesError(
+            "the most likely first token starts more than one option name, so it tells them apart no better than noise"
+        )
 
     if not best:
         return Readout([1.0 / len(labels)] * len(labels), list(labels), True, False, sampled, {}, method)
