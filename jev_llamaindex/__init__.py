@@ -1,0 +1,29 @@
+"""jev_llamaindex: LlamaIndex selectors (and a node filter) that read decisions as probability distributions.
+
+    from jev_llamaindex import JevSingleSelector
+    selector = JevSingleSelector.from_defaults(llm=llm)          # was LLMSingleSelector.from_defaults(llm=llm)
+    engine = RouterQueryEngine(selector=selector, query_engine_tools=tools)
+"""
+
+from .llm import AsyncLlamaIndexLLMClient, LlamaIndexLLMClient, chat_response_to_dict, system_one_clients
+from .postprocessor import JevRelevanceFilter
+from .selectors import (
+    JevMultiSelector,
+    JevSelectionEvent,
+    JevSelectorResult,
+    JevSingleSelector,
+    LowConfidenceError,
+)
+
+__all__ = [
+    "JevSingleSelector",
+    "JevMultiSelector",
+    "JevSelectorResult",
+    "JevSelectionEvent",
+    "LowConfidenceError",
+    "JevRelevanceFilter",
+    "LlamaIndexLLMClient",
+    "AsyncLlamaIndexLLMClient",
+    "system_one_clients",
+    "chat_response_to_dict",
+]

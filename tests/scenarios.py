@@ -1,0 +1,56 @@
+"""The recorded scenarios: what scripts/record_cassettes.py records and the cassette tests replay.
+
+Both sides build the very same requests from here, so a replay proves the engine still sends
+what the server answered (cassettes match on the request body).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from jev_shared import Choice, Noul, Score, SystemOneClient
+
+TICKET = "My invoice was charged twice this month, please refund the duplicate payment."
+TEAM = Choice(
+    instructions="Which team should handle this support ticket?",
+    criteria={"billing": "Invoices, refunds and payments", "technical": "Bugs, errors and outages",
+              "sales": "Buying, pricing and upgrades"},
+)
+URGENCY = Score(instructions="How urgent is this ticket?", criteria=["can wait", "this week", "today", "right now"])
+SPAM = Noul(instructions="This ticket is spam.")
+CHATTY = Choice(instructions="Say hello first, then pick the team.",
+                criteria={"billing": "Invoices", "technical": "Bugs", "sales": "Pricing"})
+MANY = Choice(instructions="Which topic is this ticket about?",
+              criteria={f"topic_{i:02d}": f"Topic number {i}" for i in range(26)})
+
+
+def scenarios(client: Any, model: str) -> dict[str, Callable[[], Any]]:
+    def engine(**kw: Any) -> SystemOneClient:
+        kw.setdefault("extra_body", {"cache_prompt": False})
+        return SystemOneClient(client, model=model, max_concurrency=1, **kw)
+
+    return {
+        "logprobs_choice": lambda: engine(method="logprobs").system_one(TICKET, {"team": TEAM}),
+        "logprobs_score": lambda: engine(method="logprobs").system_one(TICKET, {"urgency": URGENCY}),
+        "logprobs_noul": lambda: engine(method="logprobs").system_one(TICKET, {"spam": SPAM}),
+        "logprobs_three": lambda: engine(method="logprobs").system_one(
+            TICKET, {"team": TEAM, "urgency": URGENCY, "spam": SPAM}),
+        "logprobs_names": lambda: engine(method="logprobs", labels="names").system_one(
+            TICKET, {"team": TEAM, "urgency": URGENCY, "spam": SPAM}),
+        "grammar_choice": lambda: engine(method="grammar").system_one(TICKET, {"team": TEAM}),
+        "window_misses_label": lambda: engine(method="logprobs", top_logprobs=3).system_one(TICKET, {"topic": MANY}),
+        "truncated_generation": lambda: engine(
+            method="structured", extra_body={"cache_prompt": False, "max_tokens": 4}).system_one(TICKET, {"team": TEAM}),
+        "structured_choice": lambda: engine(method="structured").system_one(TICKET, {"team": TEAM, "spam": SPAM}),
+        "discrete_choice": lambda: engine(method="discrete").system_one(TICKET, {"team": TEAM, "urgency": URGENCY}),
+        "system2_ratings": lambda: engine(mode="system2").system_one(TICKET, {"team": TEAM, "spam": SPAM}),
+        "mode_auto": lambda: engine(method="logprobs", mode="auto").system_one(TICKET, {"team": TEAM, "spam": SPAM}),
+        "non_label_retry": lambda: engine(method="logprobs", labels="names", top_logprobs=2, strict_labels=True).system_one(
+            "hello there", {"team": CHATTY}),
+        "openai_responses_empty_logprobs": lambda: client.responses.create(
+            model=model, input="Answer with one letter: A or B?", max_output_tokens=1,
+            include=["message.output_text.logprobs"], extra_body={"cache_prompt": False}),
+    }
+
+

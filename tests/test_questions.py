@@ -1,0 +1,111 @@
+"""Question validation: every bad question fails before any request, naming the id and the field."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from jev_shared import Choice, Example, InvalidQuestionError, Noul, Score, SystemOneClient
+from jev_shared.questions import check_state, labels_for, prepare_question
+
+
+class NeverCalled:
+    """A client whose every call fails the test: validation must stop bad input before it."""
+
+    class chat:  # noqa: N801 - mirrors the openai client's attribute path
+        class completions:  # noqa: N801
+            @staticmethod
+            def create(**kwargs):
+                raise AssertionError("a request was sent for invalid input")
+
+
+def client(**kw):
+    return SystemOneClient(NeverCalled(), model="m", **kw)
+
+
+@pytest.mark.parametrize(
+    ("question", "field", "match"),
+    [
+        (Choice(instructions="pick", criteria={}), "criteria", "1 to 255 options"),
+        (Choice(instructions="pick", criteria={f"o{i}": "" for i in range(256)}), "criteria", "1 to 255 options"),
+        (Choice(instructions="pick", criteria={"a": "", " ": ""}), "criteria", "non-empty"),
+        (Choice(instructions="pick", criteria={"a": "", " a": ""}), "criteria", "duplicate"),
+        (Choice(instructions="  ", criteria={"a": ""}), "instructions", "empty"),
+        (Score(instructions="rate", criteria=["only one"]), "criteria", "2 to 10 levels"),
+        (Score(instructions="rate", criteria=[str(i) for i in range(11)]), "criteria", "2 to 10 levels"),
+        (Noul(instructions="is it", criteria={"true": "yes", "maybe": "?"}), "criteria", "only 'true' and 'false'"),
+    ],
+)
+def test_invalid_question_names_id_and_field(question, field, match):
+    with pytest.raises(InvalidQuestionError, match=match) as info:
+        client().system_one("some state", {"q1": question})
+    assert info.value.question_id == "q1"
+    assert info.value.field == field
+    assert str(info.value).startswith(f"q1.{field}:")
+
+
+def test_dict_questions_are_validated_with_the_field_named():
+    with pytest.raises(InvalidQuestionError) as info:
+        client().system_one("s", {"team": {"type": "choice", "instructions": "x", "criteria": "not a dict"}})
+    assert info.value.question_id == "team" and info.value.field == "criteria"
+
+
+def test_more_than_26_options_on_a_token_method_names_the_json_methods():
+    q = Choice(instructions="pick", criteria={f"o{i}": "" for i in range(27)})
+    for method in ("logprobs", "grammar"):
+        with pytest.raises(InvalidQuestionError, match="structured.*discrete"):
+            client(method=method).system_one("state", {"q": q})
+    prep = prepare_question("q", q, "structured")
+    assert prep.labels[:3] == ("AA", "AB", "AC") and len(set(prep.labels)) == 27
+
+
+def test_labels_run_a_to_z_then_two_letters():
+    assert labels_for(3) == ["A", "B", "C"]
+    assert labels_for(26)[-1] == "Z"
+    assert labels_for(255)[-1] == "JU" and len(set(labels_for(255))) == 255
+
+
+@pytest.mark.parametrize(
+    ("state", "match"),
+    [
+        ("", "empty"),
+        ("   \n", "empty"),
+        ({}, "empty"),
+        ([], "empty"),
+        ({"x": math.nan}, "NaN or Infinity at state.x"),
+        ({"x": [1, math.inf]}, r"NaN or Infinity at state.x\[1\]"),
+        (object(), "must be text"),
+        (42, "must be text"),
+        ({"x": {1, 2}}, "not JSON-serialisable"),
+    ],
+)
+def test_bad_state_is_refused_before_any_request(state, match):
+    with pytest.raises(InvalidQuestionError, match=match) as info:
+        client().system_one(state, {"q": Noul(instructions="is it")})
+    assert info.value.field == "state"
+
+
+def test_accepted_states():
+    for state in ("text", {"a": 1}, [1, 2], [{"role": "user", "content": "hi"}]):
+        check_state(state)
+
+
+def test_examples_must_answer_with_an_option():
+    q = Choice(instructions="pick", criteria={"a": "", "b": ""}, examples=[Example(state="s", answer="c")])
+    with pytest.raises(InvalidQuestionError, match="not one of the options") as info:
+        client().system_one("state", {"q": q})
+    assert info.value.field == "examples[0].answer"
+    with pytest.raises(InvalidQuestionError, match="empty"):
+        client().system_one("state", {"q": Noul(instructions="x", examples=[Example(state="", answer=True)])})
+
+
+def test_no_questions_and_bad_options_are_refused():
+    with pytest.raises(InvalidQuestionError, match="non-empty mapping"):
+        client().system_one("state", {})
+    with pytest.raises(ValueError, match="auto_threshold"):
+        client(auto_threshold=1.5)
+    with pytest.raises(ValueError, match="layout"):
+        client(layout="sideways")
+    with pytest.raises(ValueError, match="method"):
+        client(method="telepathy")
