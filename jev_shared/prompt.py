@@ -103,8 +103,10 @@ def state_block(state: Any) -> str:
 
 
 def _fused(prep: Prepared, state: Any, fmt: AnswerFormat) -> str:
+    if isinstance(state, BaseModel):
+        state = state.model_dump(mode="json")
     body = {
-        "evidence": render_state(state),
+        "evidence": state if isinstance(state, (Mapping, list)) and not is_chat(state) else render_state(state),
         "criterion": prep.question.instructions,
         "options": [{"letter": lab, "description": f"{key}: {d}" if d else key}
                     for lab, key, d in zip(symbols_of(prep, fmt), prep.keys, prep.descriptions)],

@@ -1,0 +1,11 @@
+"""Fixtures for the LangChain door (the fakes themselves live in lc_fakes.py)."""
+
+from __future__ import annotations
+
+import pytest
+from lc_fakes import Recorder
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()

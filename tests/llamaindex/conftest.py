@@ -1,0 +1,142 @@
+"""Fixtures for the LlamaIndex door: a fake OpenAI-compatible client, recording engines, small tools.
+
+The fake client stands in for a model wherever a test needs a *fixed* decision: a real model's
+choice cannot be fixed (the embedded SmolLM2 decides near chance), so the fake returns a chosen
+logprob window (or JSON reply) and records every request it was sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import CustomQueryEngine
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.tools import QueryEngineTool, RetrieverTool
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+#: What the fake answers: a window {token: logprob} for a token request, or a JSON-able object for a JSON one.
+Respond = Callable[[dict[str, Any]], Any]
+
+
+def prompt_of(kwargs: dict[str, Any]) -> str:
+    """The last user turn the engine sent: question, options and state."""
+    return kwargs["messages"][-1]["content"]
+
+
+def reply(kwargs: dict[str, Any], answer: Any) -> dict[str, Any]:
+    """A Chat Completions dict: a token window (sampled = the most likely) or a JSON content."""
+    if "response_format" in kwargs:
+        return {"choices": [{"message": {"role": "assistant", "content": json.dumps(answer)}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+    window = [{"token": t, "logprob": lp} for t, lp in sorted(answer.items(), key=lambda kv: -kv[1])]
+    top = window[0]
+    return {"choices": [{"message": {"role": "assistant", "content": top["token"]}, "finish_reason": "length",
+                         "logprobs": {"content": [{**top, "top_logprobs": window}]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 1}}
+
+
+class FakeClient:
+    """An OpenAI-compatible stand-in (``chat.completions.create``) answering with ``respond(kwargs)``."""
+
+    def __init__(self, respond: Respond | dict[str, float]) -> None:
+        self.respond = respond if callable(respond) else (lambda _kw: respond)
+        self.calls: list[dict[str, Any]] = []
+        self.chat = self
+        self.completions = self
+
+    def create(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls.append(kwargs)
+        return reply(kwargs, self.respond(kwargs))
+
+
+class AsyncFakeClient(FakeClient):
+    """The async twin: ``await chat.completions.create(...)``."""
+
+    async def create(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+        self.calls.append(kwargs)
+        return reply(kwargs, self.respond(kwargs))
+
+
+class RecordingEngine(CustomQueryEngine):
+    """A query engine that answers with its name and records each query, so a test sees which ran."""
+
+    name: str
+    queries: list[str] = []
+
+    def custom_query(self, query_str: str) -> str:
+        self.queries.append(query_str)
+        return f"answer from {self.name}"
+
+
+class RecordingRetriever(BaseRetriever):
+    """A retriever returning one node tagged with its name, recording each query."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.queries: list[str] = []
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        self.queries.append(query_bundle.query_str)
+        return [NodeWithScore(node=TextNode(text=f"node from {self.name}", id_=f"node-{self.name}"), score=1.0)]
+
+
+TOOLS = [
+    ("cats", "Facts about cats: sleep, food, breeds."),
+    ("cars", "Facts about cars: speed, engines, brands."),
+    ("planes", "Facts about planes: airlines, jets, airports."),
+]
+
+
+@pytest.fixture
+def engine_tools() -> tuple[list[QueryEngineTool], list[RecordingEngine]]:
+    engines = [RecordingEngine(name=n, queries=[]) for n, _ in TOOLS]
+    tools = [QueryEngineTool.from_defaults(e, name=n, description=d) for e, (n, d) in zip(engines, TOOLS)]
+    return tools, engines
+
+
+@pytest.fixture
+def retriever_tools() -> tuple[list[RetrieverTool], list[RecordingRetriever]]:
+    retrievers = [RecordingRetriever(n) for n, _ in TOOLS]
+    tools = [RetrieverTool.from_defaults(r, name=n, description=d) for r, (n, d) in zip(retrievers, TOOLS)]
+    return tools, retrievers
+
+
+@pytest.fixture
+def mock_llm() -> MockLLM:
+    """For the router's summarizer, whose text no test checks (and so nothing reaches OpenAI)."""
+    return MockLLM()
+
+
+class Collect(BaseEventHandler):
+    events: list[Any] = []
+
+    def handle(self, event: Any, **kwargs: Any) -> None:
+        self.events.append(event)
+
+
+@pytest.fixture
+def events():
+    """Every instrumentation event emitted during the test."""
+    handler = Collect(events=[])
+    root = get_dispatcher()
+    root.add_event_handler(handler)
+    yield handler.events
+    root.event_handlers.remove(handler)
+
+
+@pytest.fixture
+def local_llm(local_server):
+    """The user's own LlamaIndex LLM: OpenAILike on the embedded server, with logprobs on."""
+    from llama_index.llms.openai_like import OpenAILike
+
+    return OpenAILike(model=local_server.model, api_base=local_server.base_url, api_key="local",
+                      is_chat_model=True, logprobs=True, top_logprobs=20)
