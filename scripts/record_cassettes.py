@@ -65,6 +65,10 @@ def endpoint() -> Iterator[tuple[Any, str, str]]:
         yield srv.client(), srv.model, "embedded llama.cpp (xllamacpp)"
 
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cassettes_readme  # noqa: E402
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prefix", default="", help="prefix for cassette names (another provider)")
@@ -90,6 +94,7 @@ def main() -> None:
                                "outcome": outcome}
             print(f"{cassette}: {outcome}" + (f" {dict(result.answers)}" if hasattr(result, "answers") else ""))
     index_path.write_text(json.dumps(dict(sorted(index.items())), indent=1) + "\n")
+    cassettes_readme.main()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ path only (their request bodies are illustrative).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,10 @@ DOCUMENTED: dict[str, tuple[str, list[dict[str, Any]]]] = {
 }
 
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cassettes_readme  # noqa: E402
+
+
 def main() -> None:
     CASSETTES.mkdir(exist_ok=True)
     index = {}
@@ -140,6 +145,7 @@ def main() -> None:
         index[name] = source
     (CASSETTES / "documented.json").write_text(json.dumps(index, indent=1) + "\n")
     print(f"wrote {len(DOCUMENTED)} documented cassettes")
+    cassettes_readme.main()
 
 
 if __name__ == "__main__":

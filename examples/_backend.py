@@ -1,0 +1,32 @@
+"""Pick the backend for the examples: your provider when OPENAI_API_KEY is set, else the embedded model."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+
+@contextlib.contextmanager
+def backend(async_client: bool = False) -> Iterator[tuple[Any, str, str]]:
+    """Yield (openai client, model name, a description of where it runs)."""
+    if os.environ.get("OPENAI_API_KEY"):
+        import openai
+
+        cls = openai.AsyncOpenAI if async_client else openai.OpenAI
+        model = os.environ.get("JEV_MODEL", "gpt-4o-mini")
+        client = cls(base_url=os.environ.get("OPENAI_BASE_URL") or None)
+        yield client, model, f"{model} at {os.environ.get('OPENAI_BASE_URL', 'api.openai.com')}"
+        return
+    from jev_shared.local import DEFAULT_MODEL, DEMO_MODEL, LocalModelError, LocalServer
+
+    model = os.environ.get("JEV_MODEL") or DEMO_MODEL
+    try:
+        server = LocalServer(model=model).start()
+    except LocalModelError as exc:  # the capable model's parts are not installed: say so, use the small one
+        print(f"note: {exc}\nnote: falling back to {DEFAULT_MODEL}, whose decisions are near chance\n")
+        server = LocalServer(model=DEFAULT_MODEL).start()
+    with server as srv:
+        client = srv.async_client() if async_client else srv.client()
+        yield client, srv.model, f"{srv.model} on the embedded llama.cpp server (no API key set)"
