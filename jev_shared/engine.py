@@ -56,14 +56,27 @@ from .readout import (
     yes_no_fold,
 )
 from .redact import redact
-from .surfaces import CHAT, chat_call, check_refusal, parse_chat, truncation_error
-from .transport import Call, Reply, RetryPolicy, asend, send
+from .surfaces import (
+    CHAT,
+    MESSAGES,
+    PER_QUESTION,
+    RESPONSES,
+    Parsed,
+    build_call,
+    check_complete,
+    check_refusal,
+    parse_reply,
+    strip_fields,
+)
+from .transport import SURFACE_PATHS, Call, Reply, RetryPolicy, asend, send
 
 log = logging.getLogger("jev_shared")
 
 MODES = ("system1", "system2", "auto")
 LABEL_STYLES = ("letters", "names")
-APIS = ("auto", "chat_completions")
+APIS = ("auto", CHAT, RESPONSES, MESSAGES, "systemone", "decisions")
+HOSTED = ("systemone", "decisions")
+
 _FIELD_REFUSAL = re.compile(
     r"is not supported|not supported|unrecognized request argument|extra inputs are not permitted|"
     r"cannot find field|unknown (field|parameter)|unsupported parameter|not permitted",
@@ -72,7 +85,8 @@ _FIELD_REFUSAL = re.compile(
 _VALUE_COMPLAINT = re.compile(r"must be (between|one of|at (least|most)|less|greater)|invalid '", re.IGNORECASE)
 #: Fields whose refusal leaves the question answerable, in the order they are dropped.
 DROPPABLE = ("chat_template_kwargs", "reasoning_effort", "response_format")
-LOGPROB_FIELDS = ("logprobs", "top_logprobs")
+#: Fields a token method cannot do without: refusing one refuses the readout, not an option.
+READOUT_FIELDS = ("logprobs", "top_logprobs", "include", "grammar")
 
 Flow = Generator[Call, Reply, Any]
 
@@ -99,6 +113,7 @@ class _Record:
     passed: str = "system1"
     labels_used: str | None = None
     labels_note: str | None = None
+    surfaces: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -124,9 +139,11 @@ class _Memory:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.no_logprobs: set[tuple[str, str]] = set()
+        self.no_logprobs: set[tuple[str, str]] = set()  # (model, surface): method=auto answers with structured
         self.strikes: dict[tuple[str, str], int] = {}
-        self.refused: dict[str, set[str]] = {}
+        self.refused: dict[tuple[str, str], set[str]] = {}  # (model, surface) -> request fields the server refuses
+        self.missing_routes: set[str] = set()  # surfaces that answered 404 under api="auto"
+        self.no_distribution: set[tuple[str, str]] = set()  # (model, surface) whose readout carries no distribution
 
     def strike(self, key: tuple[str, str]) -> None:
         with self.lock:
@@ -138,9 +155,12 @@ class _Memory:
         with self.lock:
             self.strikes.pop(key, None)
 
-    def refuse(self, model: str, name: str) -> None:
+    def refuse(self, key: tuple[str, str], name: str) -> None:
         with self.lock:
-            self.refused.setdefault(model, set()).add(name)
+            self.refused.setdefault(key, set()).add(name)
+
+    def limits(self, model: str) -> list[str]:
+        return sorted({name for (m, _), names in self.refused.items() if m == model for name in names})
 
 
 def _has_path(obj: Any, *parts: str) -> bool:
@@ -206,9 +226,20 @@ class _Base:
             raise ValueError(f"max_concurrency: must be an integer >= 1, got {max_concurrency!r}")
         if not isinstance(n_retry_malformed, int) or n_retry_malformed < 0:
             raise ValueError(f"n_retry_malformed: must be an integer >= 0, got {n_retry_malformed!r}")
-        if not _has_path(client, "chat", "completions", "create"):
+        if client is None and api == "systemone":
+            from .hosted import systemone_client
+
+            client = systemone_client()
+        self._speaks = [s for s in PER_QUESTION if _has_path(client, *SURFACE_PATHS[s])]
+        if api == "auto" and not self._speaks:
             raise ClientCapabilityError(
-                f"{type(client).__name__} has no chat.completions.create; pass an OpenAI-compatible client"
+                f"{type(client).__name__} has none of chat.completions.create, responses.create or messages.create; "
+                "pass an OpenAI-compatible client (or api='systemone' / 'decisions')"
+            )
+        if api != "auto" and not _has_path(client, *SURFACE_PATHS[api]):
+            raise ClientCapabilityError(
+                f"api={api!r} needs {type(client).__name__}.{'.'.join(SURFACE_PATHS[api])}, which it does not have; "
+                f"pass the surface it speaks explicitly: one of {self._speaks or ['systemone']}"
             )
         self.client = _plain_client(client)
         self.model = model
@@ -252,7 +283,38 @@ class _Base:
             raise InvalidQuestionError("questions must be a non-empty mapping of id -> question", field="questions")
         preps = [prepare_question(str(qid), q, method, self._shared_examples(str(qid), examples))
                  for qid, q in questions.items()]
+        self._check_surface(opts, examples)
         return preps, opts
+
+    def _check_surface(self, opts: _Opts, examples: Any) -> None:
+        """Refuse, before any request, what the chosen surface cannot carry."""
+        if self.api in HOSTED:
+            from .hosted import refuse_llm_options
+
+            refuse_llm_options(self, opts, examples)
+            return
+        if opts.method in TOKEN_READOUT and self._pick_surface(opts.method) == MESSAGES:
+            raise UnsupportedMethodError(
+                f"method={opts.method!r} reads token logprobs, which the Messages API never returns; "
+                "use method='structured' or method='discrete' (or 'auto')")
+        if opts.method == "grammar" and self.api == RESPONSES:
+            raise UnsupportedMethodError(
+                "grammar requires a Chat Completions surface that accepts a `grammar` field (llama.cpp and similar "
+                "servers); pass api='chat_completions'")
+
+    def _pick_surface(self, method: str) -> str:
+        """api='auto': Responses, then Chat Completions, then Messages, skipping what was learned missing."""
+        if self.api != "auto":
+            return self.api
+        if method == "grammar":
+            return CHAT
+        for surface in self._speaks:
+            if surface in self._memory.missing_routes:
+                continue
+            if method in TOKEN_READOUT and (self.model, surface) in self._memory.no_distribution:
+                continue
+            return surface
+        return self._speaks[0]  # the verdict only skips a route when there is another to move to
 
     def _shared_examples(self, qid: str, call_examples: Any) -> tuple[Example, ...]:
         """Client-level then call-level examples: a list for every question, or a mapping by id."""
@@ -290,35 +352,36 @@ class _Base:
         return answer
 
     def _system1(self, prep: Prepared, state: Any, opts: _Opts, rec: _Record) -> Flow:
-        key = (self.model, CHAT)
         method = opts.method
         if method != "auto":
             if method in TOKEN_READOUT:
                 return (yield from self._token_pass(prep, state, method, opts.labels, rec))
             return (yield from self._json_pass(prep, state, method, rec))
-        if len(prep.keys) > MAX_SINGLE_TOKEN_LABELS or key in self._memory.no_logprobs:
+        surface = self._pick_surface("logprobs")
+        key = (self.model, surface)
+        if len(prep.keys) > MAX_SINGLE_TOKEN_LABELS or surface == MESSAGES or key in self._memory.no_logprobs:
             return (yield from self._json_pass(prep, state, "structured", rec))
         try:
             probs = yield from self._token_pass(prep, state, "logprobs", opts.labels, rec)
         except FieldRefusedError:
-            with self._memory.lock:
-                self._memory.no_logprobs.add(key)  # a refused field is remembered at once
+            with self._memory.lock:  # a refused field is remembered at once
+                self._memory.no_logprobs.add((self.model, rec.surfaces[-1]))
             rec.retry_reasons.append("the provider refuses logprobs; answered with structured")
         except LabelReadoutError as exc:
             if not exc.provider_cannot:
                 raise
-            self._memory.strike(key)  # weak evidence: remembered on the second time
+            self._memory.strike((self.model, rec.surfaces[-1]))  # weak evidence: remembered the second time
             rec.retry_reasons.append(f"{exc}; answered with structured")
         except ProviderError as exc:
             code = exc.status_code or 0
-            message = getattr(exc, "provider_message", str(exc))
+            message = exc.provider_message
             if code >= 500:
-                self._memory.strike(key)
+                self._memory.strike((self.model, rec.surfaces[-1]))
             elif not (400 <= code < 500 and _VALUE_COMPLAINT.search(message) and "logprob" in message.lower()):
-                raise  # a value complaint about top_logprobs falls back for this question only
+                raise  # only a value complaint about top_logprobs falls back (for this question, uncached)
             rec.retry_reasons.append(f"{exc}; answered with structured")
         else:
-            self._memory.clear(key)  # a readable distribution proves the provider can do it
+            self._memory.clear((self.model, rec.surfaces[-1]))  # a readable distribution proves it can
             return probs
         return (yield from self._json_pass(prep, state, "structured", rec))
 
@@ -326,6 +389,19 @@ class _Base:
         return MethodConfig(self.top_logprobs, self.thinking, self.structured_outputs)
 
     def _token_pass(self, prep: Prepared, state: Any, method: str, labels: str, rec: _Record) -> Flow:
+        """A label readout; under api='auto' a surface that carries no distribution moves to Chat Completions."""
+        surface = self._pick_surface(method)
+        try:
+            return (yield from self._label_styles(prep, state, method, labels, surface, rec))
+        except (LabelReadoutError, ProviderError) as exc:
+            if not (self.api == "auto" and surface == RESPONSES and CHAT in self._speaks and _cannot_carry(exc)):
+                raise
+            with self._memory.lock:
+                self._memory.no_distribution.add((self.model, RESPONSES))
+            rec.retry_reasons.append(f"{surface} carries no distribution here ({exc}); re-asked on {CHAT}")
+            return (yield from self._label_styles(prep, state, method, labels, CHAT, rec))
+
+    def _label_styles(self, prep: Prepared, state: Any, method: str, labels: str, surface: str, rec: _Record) -> Flow:
         rec.methods.append(method)
         fmt, fold = LABEL, None
         if labels == "names":
@@ -334,24 +410,22 @@ class _Base:
             else:
                 fmt, fold = _named(prep)
         try:
-            return (yield from self._read_tokens(prep, state, method, fmt, fold, rec))
+            return (yield from self._read_tokens(prep, state, method, fmt, fold, surface, rec))
         except AmbiguousNamesError as exc:
             rec.labels_note = f"{exc}; re-asked with letters"
-            return (yield from self._read_tokens(prep, state, method, LABEL, None, rec))
+            return (yield from self._read_tokens(prep, state, method, LABEL, None, surface, rec))
 
     def _read_tokens(self, prep: Prepared, state: Any, method: str, fmt: AnswerFormat, fold: Fold | None,
-                     rec: _Record) -> Flow:
+                     surface: str, rec: _Record) -> Flow:
         symbols = symbols_of(prep, fmt)
         rec.labels_used = "letters" if fmt.symbols is None else "names"
         messages = render(prep, state, layout=self.layout, fmt=fmt)  # type: ignore[arg-type]
         last = self.n_retry_malformed
         for attempt in range(last + 1):
             fields, extra = request_fields(method, prep, self._cfg(), symbols)
-            reply = yield from self._call(messages, fields, extra, rec)
-            parsed = parse_chat(reply.body)
-            check_refusal(parsed)
+            parsed = yield from self._call(surface, messages, fields, extra, rec)
             try:
-                if not (parsed.content or "").strip() and parsed.reasoning and not parsed.logprobs:
+                if not (parsed.content or "").strip() and parsed.reasoning and not _has_tokens(parsed.logprobs):
                     raise LabelReadoutError(
                         "the server sent reasoning but no answer (a reasoning-only reply); turn thinking off"
                     )
@@ -379,18 +453,16 @@ class _Base:
 
     def _json_pass(self, prep: Prepared, state: Any, method: str, rec: _Record) -> Flow:
         rec.methods.append(method)
+        surface = self._pick_surface(method)
         fmt = answer_format(method, prep)
         messages = render(prep, state, layout=self.layout, fmt=fmt, example_json=example_json(method, prep))  # type: ignore[arg-type]
         last = self.n_retry_malformed
         for attempt in range(last + 1):
             fields, extra = request_fields(method, prep, self._cfg())
-            reply = yield from self._call(messages, fields, extra, rec)
-            parsed = parse_chat(reply.body)
-            check_refusal(parsed)
+            parsed = yield from self._call(surface, messages, fields, extra, rec)
             content = parsed.content or ""
             try:
-                if parsed.finish == "length":
-                    raise truncation_error(CHAT)
+                check_complete(parsed, rec.surfaces[-1])
                 if not content.strip():
                     if parsed.reasoning:
                         raise MalformedAnswerError(
@@ -406,7 +478,7 @@ class _Base:
                 else:
                     ro = read_ratings(prep.keys, obj)
             except (MalformedAnswerError, IncompleteAnswerError) as exc:
-                if attempt == last:
+                if attempt == last or getattr(exc, "field", None) == "state":
                     raise
                 rec.retry_reasons.append(str(exc))
                 messages = messages + [
@@ -422,53 +494,53 @@ class _Base:
             return ro.probs
         raise AssertionError("unreachable")
 
-    def _call(self, messages: list[dict[str, Any]], fields: dict[str, Any], extra: dict[str, Any],
-              rec: _Record) -> Generator[Call, Reply, Reply]:
-        """Send one request; drop a refused optional field and re-ask (remembered for the client)."""
-        refused = self._memory.refused.get(self.model, set())
-        user_extra = dict(self.extra_body)
-        for name in list(fields) + list(extra) + list(user_extra):
-            if name in refused:
-                fields.pop(name, None)
-                extra.pop(name, None)
-                user_extra.pop(name, None)
-        if "response_format:json_schema" in refused and fields.get("response_format", {}).get("type") == "json_schema":
-            fields["response_format"] = {"type": "json_object"}
+    def _call(self, surface: str, messages: list[dict[str, Any]], fields: dict[str, Any], extra: dict[str, Any],
+              rec: _Record) -> Generator[Call, Reply, Parsed]:
+        """Send one request and read the reply; refusals and filters raise here.
+
+        A refused optional field is dropped and the call re-asked (remembered for the client); under
+        api='auto' a 404 from the Responses route that does not name the model moves to Chat Completions.
+        """
         while True:
-            call = chat_call(self.model, messages, fields, extra, user_extra)
+            call = build_call(surface, self.model, messages, fields, extra, self.extra_body)
+            strip_fields(call, self._memory.refused.get((self.model, surface), set()))
             self._note(rec, "request", call.kwargs)
             rec.usage.n_calls += 1
+            rec.surfaces.append(surface)
             try:
                 reply = yield call
             except ProviderError as exc:
-                rec.usage.n_retries += getattr(exc, "n_retries", 0)
+                rec.usage.n_retries += exc.n_retries
+                if (exc.status_code == 404 and self.api == "auto" and surface != CHAT and CHAT in self._speaks
+                        and self.model not in exc.provider_message):
+                    with self._memory.lock:
+                        self._memory.missing_routes.add(surface)
+                    rec.retry_reasons.append(f"{surface} answered 404; re-asked on {CHAT}")
+                    surface = CHAT
+                    continue
                 name = self._refused_field(exc, call)
                 if name is None:
                     raise
-                if name in LOGPROB_FIELDS or name == "grammar":
+                if name in READOUT_FIELDS:
                     raise FieldRefusedError(str(exc), field=name, status_code=exc.status_code) from exc
-                if name == "response_format" and fields.get("response_format", {}).get("type") == "json_schema":
-                    self._memory.refuse(self.model, "response_format:json_schema")
-                    fields["response_format"] = {"type": "json_object"}
-                else:
-                    self._memory.refuse(self.model, name)
-                    fields.pop(name, None)
-                    extra.pop(name, None)
-                    user_extra.pop(name, None)
+                schema = (call.kwargs.get("response_format") or {}).get("type") == "json_schema"
+                self._memory.refuse((self.model, surface),
+                                    "response_format:json_schema" if name == "response_format" and schema else name)
                 rec.retry_reasons.append(f"the server refuses {name!r}; re-asked without it")
                 continue
             rec.usage.n_retries += reply.n_retries
-            parsed = parse_chat(reply.body)
+            parsed = parse_reply(surface, reply.body)
             rec.usage.add_tokens(parsed.input_tokens, parsed.output_tokens)
             self._note(rec, "response", reply.body)
-            return reply
+            check_refusal(parsed)
+            return parsed
 
     @staticmethod
     def _refused_field(exc: ProviderError, call: Call) -> str | None:
         """The sent field a 4xx refuses by name (never a refused *value*), or None."""
         if not exc.status_code or not 400 <= exc.status_code < 500:
             return None
-        message = getattr(exc, "provider_message", str(exc))
+        message = exc.provider_message
         if not _FIELD_REFUSAL.search(message) or _VALUE_COMPLAINT.search(message):
             return None
         sent = [k for k in call.kwargs if k not in ("model", "messages", "extra_body")]
@@ -484,6 +556,32 @@ class _Base:
             rec.attempts.append(entry)
             log.debug("jev %s: %s", kind, entry["data"])
 
+    def _hosted_flow(self, preps: list[Prepared], state: Any, rec: _Record) -> Flow:
+        """All questions in one request to a service; per-question refusals come back as exceptions."""
+        from . import hosted
+
+        call = hosted.build(self.api, self.model, state, preps)
+        self._note(rec, "request", call.kwargs)
+        rec.usage.n_calls += 1
+        try:
+            reply = yield call
+        except ProviderError as exc:
+            rec.usage.n_retries += exc.n_retries
+            raise hosted.map_error(exc, preps) from exc
+        rec.usage.n_retries += reply.n_retries
+        self._note(rec, "response", reply.body)
+        answers, tokens = hosted.parse(self.api, reply.body, preps)
+        rec.usage.add_tokens(*tokens)
+        return answers
+
+    def _hosted_records(self, preps: list[Prepared], rec: _Record) -> list[_Record]:
+        """One record per question for the response's debug; the call's usage sits on the first."""
+        records = [rec] + [_Record(rec.debug) for _ in preps[1:]]
+        for r in records:
+            r.methods.append(self.api)
+            r.surfaces.append(self.api)
+        return records
+
     # -- assembling the response -----------------------------------------------------------------
 
     def _response(self, preps: list[Prepared], answers: list[Answer], records: list[_Record], started: float,
@@ -492,9 +590,10 @@ class _Base:
         for rec in records:
             usage.merge(rec.usage)
         usage.latency_ms = (time.perf_counter() - started) * 1000.0
-        dbg: dict[str, Any] = {"api": CHAT, "methods": {}, "passes": {}, "labels_missing": {}, "no_signal": [],
-                               "truncated": [], "retry_reasons": {},
-                               "server_limits": sorted(self._memory.refused.get(self.model, set()))}
+        apis = {p.id: r.surfaces[-1] for p, r in zip(preps, records) if r.surfaces}
+        dbg: dict[str, Any] = {"api": next(iter(set(apis.values()))) if len(set(apis.values())) == 1 else "mixed",
+                               "apis": apis, "methods": {}, "passes": {}, "labels_missing": {}, "no_signal": [],
+                               "truncated": [], "retry_reasons": {}, "server_limits": self._memory.limits(self.model)}
         for p, r in zip(preps, records):
             dbg["methods"][p.id] = r.methods[-1]
             dbg["passes"][p.id] = r.passed
@@ -510,6 +609,20 @@ class _Base:
             dbg["questions"] = {p.id: {"readout": r.readout, "attempts": r.attempts} for p, r in zip(preps, records)}
         return SystemOneResponse(model=self.model, answers=dict(zip((p.id for p in preps), answers)), usage=usage,
                                  debug=dbg)
+
+
+def _cannot_carry(exc: Exception) -> bool:
+    """The surface, not the provider's health, failed the readout: no logprobs, or a 4xx about them."""
+    if isinstance(exc, LabelReadoutError):
+        return exc.provider_cannot
+    code = getattr(exc, "status_code", None) or 0
+    message = getattr(exc, "provider_message", str(exc)).lower()
+    return isinstance(exc, FieldRefusedError) or (400 <= code < 500 and ("logprob" in message or "include" in message))
+
+
+def _has_tokens(logprobs: Any) -> bool:
+    content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
+    return bool(content)
 
 
 def _check_option(name: str, value: Any, allowed: tuple[str, ...]) -> None:
@@ -557,7 +670,11 @@ class SystemOneClient(_Base):
 
         results: list[Any] = [None] * len(preps)
         errors: list[BaseException | None] = [None] * len(preps)
-        if len(preps) == 1 and timeout is None:
+        if self.api in HOSTED:
+            results = self._drive(self._hosted_flow(preps, state, records[0]))
+            errors = [r if isinstance(r, Exception) else None for r in results]
+            records = self._hosted_records(preps, records[0])
+        elif len(preps) == 1 and timeout is None:
             results[0] = run(0)
         else:
             pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(preps)), thread_name_prefix="jev")
@@ -615,10 +732,14 @@ class AsyncSystemOneClient(_Base):
         started = time.perf_counter()
         records = [_Record(debug) for _ in preps]
         sem = asyncio.Semaphore(self.max_concurrency)
-        gathered = asyncio.gather(
-            *(self._drive(self._flow(p, state, opts, r), sem) for p, r in zip(preps, records)),
-            return_exceptions=True,
-        )
+        if self.api in HOSTED:
+            gathered = self._drive(self._hosted_flow(preps, state, records[0]), sem)
+            records = self._hosted_records(preps, records[0])
+        else:
+            gathered = asyncio.gather(
+                *(self._drive(self._flow(p, state, opts, r), sem) for p, r in zip(preps, records)),
+                return_exceptions=True,
+            )
         try:
             results = await asyncio.wait_for(gathered, timeout) if timeout is not None else await gathered
         except TimeoutError:

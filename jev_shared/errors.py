@@ -65,9 +65,16 @@ class IncompleteAnswerError(JevError):
 class ProviderError(JevError):
     """The provider failed in a way no retry or fallback could recover from."""
 
-    def __init__(self, message: str, *, status_code: int | None = None, attempts: list[Any] | None = None):
+    def __init__(self, message: str, *, status_code: int | None = None, attempts: list[Any] | None = None,
+                 provider_message: str | None = None, body: Any = None, request_id: str | None = None,
+                 n_retries: int = 0):
         self.status_code = status_code
         self.attempts = attempts or []
+        #: The provider's own words, without our framing.
+        self.provider_message = provider_message if provider_message is not None else message
+        self.body = body
+        self.request_id = request_id
+        self.n_retries = n_retries
         super().__init__(message)
 
 

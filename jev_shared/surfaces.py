@@ -1,8 +1,10 @@
 """Surfaces: the wire request for one API, and the reply read back into one common shape.
 
-Chat Completions is the surface every OpenAI-compatible server speaks. Each surface reports
-refusals, filters and truncation in its own words; they are mapped here to typed errors, so no
-cut-off or refused reply is ever parsed as an answer.
+The method stage speaks Chat Completions' field names (``logprobs``, ``top_logprobs``,
+``max_tokens``, ``response_format``, ``reasoning_effort``); each surface translates them into its
+own and reads its reply into :class:`Parsed`. Each surface reports refusals, filters and truncation
+in its own words; :func:`check_reply` maps them to typed errors, so no cut-off or refused reply is
+ever parsed as an answer.
 """
 
 from __future__ import annotations
@@ -15,11 +17,19 @@ from .errors import IncompleteAnswerError, ModelRefusalError
 from .transport import Call
 
 CHAT = "chat_completions"
+RESPONSES = "responses"
+MESSAGES = "messages"
+PER_QUESTION = (RESPONSES, CHAT, MESSAGES)  # the api="auto" preference order
+#: The output budget a Messages call must name (the API requires one); generous on purpose.
+MESSAGES_MAX_TOKENS = 4096
+#: OpenAI's Responses API refuses max_output_tokens below 16.
+RESPONSES_MIN_OUTPUT = 16
 
 
 @dataclass
 class Parsed:
-    """What every surface's reply comes down to."""
+    """What every surface's reply comes down to. ``finish`` is one of stop, length, content_filter,
+    context, or the surface's own word when it is not one it documents."""
 
     content: str | None
     logprobs: Any
@@ -28,6 +38,13 @@ class Parsed:
     refusal: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+# --- Chat Completions ------------------------------------------------------------------------------
 
 
 def chat_call(model: str, messages: list[dict[str, Any]], fields: dict[str, Any], extra: dict[str, Any],
@@ -61,8 +78,150 @@ def parse_chat(body: dict[str, Any]) -> Parsed:
     )
 
 
-def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+# --- Responses -------------------------------------------------------------------------------------
+
+LOGPROBS_INCLUDE = "message.output_text.logprobs"
+
+
+def responses_call(model: str, messages: list[dict[str, Any]], fields: dict[str, Any], extra: dict[str, Any],
+                   user_extra: dict[str, Any] | None = None) -> Call:
+    """Responses kwargs: logprobs through ``include``, the schema through ``text.format``."""
+    kwargs: dict[str, Any] = {"model": model, "input": copy.deepcopy(messages)}
+    for name, value in fields.items():
+        if name == "logprobs":
+            if value:
+                kwargs["include"] = [LOGPROBS_INCLUDE]
+        elif name == "max_tokens":
+            kwargs["max_output_tokens"] = max(RESPONSES_MIN_OUTPUT, value)
+        elif name == "response_format":
+            fmt = value.get("json_schema")
+            kwargs["text"] = {"format": {"type": "json_schema", **fmt} if fmt else {"type": value["type"]}}
+        elif name == "reasoning_effort":
+            kwargs["reasoning"] = {"effort": value}
+        else:
+            kwargs[name] = value
+    body = {**extra, **(user_extra or {})}
+    if body:
+        kwargs["extra_body"] = body
+    return Call(RESPONSES, kwargs)
+
+
+def parse_responses(body: dict[str, Any]) -> Parsed:
+    usage = body.get("usage") or {}
+    text, logprobs, refusal, reasoning = [], [], None, []
+    for item in body.get("output") or []:
+        if item.get("type") == "reasoning":
+            for part in (item.get("summary") or []) + (item.get("content") or []):
+                if isinstance(part, dict) and part.get("text"):
+                    reasoning.append(part["text"])
+        if item.get("type") != "message":
+            continue
+        for part in item.get("content") or []:
+            if part.get("type") == "output_text":
+                text.append(part.get("text") or "")
+                logprobs += part.get("logprobs") or []
+            elif part.get("type") == "refusal":
+                refusal = part.get("refusal") or "refused"
+    status = body.get("status")
+    reason = (body.get("incomplete_details") or {}).get("reason")
+    if status == "incomplete":
+        finish = {"max_output_tokens": "length", "max_tokens": "length", "content_filter": "content_filter"}.get(
+            reason, f"incomplete:{reason}")
+    else:
+        finish = "stop" if status in (None, "completed") else str(status)
+    return Parsed(
+        content="".join(text) if text else None,
+        logprobs={"content": logprobs},
+        finish=finish,
+        reasoning="\n".join(reasoning) or None,
+        refusal=refusal,
+        input_tokens=_int(usage.get("input_tokens")),
+        output_tokens=_int(usage.get("output_tokens")),
+    )
+
+
+# --- Messages (Anthropic-compatible) -------------------------------------------------------------
+
+
+def fold_bounds(schema: Any) -> Any:
+    """Anthropic's structured outputs reject numerical constraints: fold each into the description."""
+    if isinstance(schema, list):
+        return [fold_bounds(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out, notes = {}, []
+    for key, value in schema.items():
+        if key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            notes.append(f"{key} {value}")
+        else:
+            out[key] = fold_bounds(value)
+    if notes:
+        out["description"] = "; ".join(filter(None, [out.get("description"), ", ".join(notes)]))
+    return out
+
+
+def messages_call(model: str, messages: list[dict[str, Any]], fields: dict[str, Any], extra: dict[str, Any],
+                  user_extra: dict[str, Any] | None = None) -> Call:
+    """Messages kwargs: the system prompt apart, a required max_tokens, the schema in output_config."""
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    kwargs: dict[str, Any] = {"model": model, "system": system,
+                              "messages": [copy.deepcopy(m) for m in messages if m["role"] != "system"],
+                              "max_tokens": fields.get("max_tokens", MESSAGES_MAX_TOKENS)}
+    if "temperature" in fields:
+        kwargs["temperature"] = fields["temperature"]
+    body = dict(extra)
+    fmt = (fields.get("response_format") or {}).get("json_schema")
+    if fmt:
+        # in the body, not as an SDK keyword: older Anthropic SDKs have no such parameter
+        body["output_config"] = {"format": {"type": "json_schema", "schema": fold_bounds(fmt["schema"])}}
+    body.update(user_extra or {})
+    if body:
+        kwargs["extra_body"] = body
+    return Call(MESSAGES, kwargs)
+
+
+MESSAGES_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "pause_turn": "stop",
+                   "max_tokens": "length", "refusal": "refusal", "model_context_window_exceeded": "context"}
+
+
+def parse_messages(body: dict[str, Any]) -> Parsed:
+    usage = body.get("usage") or {}
+    text, thinking = [], []
+    for block in body.get("content") or []:
+        if block.get("type") == "text":
+            text.append(block.get("text") or "")
+        elif block.get("type") == "thinking":
+            thinking.append(block.get("thinking") or "")
+    stop = body.get("stop_reason")
+    finish = MESSAGES_FINISH.get(stop, f"unknown:{stop!r}") if isinstance(stop, str) or stop is None else f"unknown:{stop!r}"
+    if stop is None:
+        finish = "stop"
+    content = "".join(text) if text else None
+    return Parsed(
+        content=content,
+        logprobs=None,
+        finish=finish,
+        reasoning="\n".join(thinking) or None,
+        refusal=(content or "the model refused (stop_reason='refusal')") if finish == "refusal" else None,
+        input_tokens=_int(usage.get("input_tokens")),
+        output_tokens=_int(usage.get("output_tokens")),
+    )
+
+
+BUILDERS = {CHAT: chat_call, RESPONSES: responses_call, MESSAGES: messages_call}
+PARSERS = {CHAT: parse_chat, RESPONSES: parse_responses, MESSAGES: parse_messages}
+
+
+def build_call(surface: str, model: str, messages: list[dict[str, Any]], fields: dict[str, Any],
+               extra: dict[str, Any], user_extra: dict[str, Any] | None = None) -> Call:
+    return BUILDERS[surface](model, messages, fields, extra, user_extra)
+
+
+def parse_reply(surface: str, body: dict[str, Any]) -> Parsed:
+    return PARSERS[surface](body)
+
+
+# --- failures every surface shares -----------------------------------------------------------------
 
 
 def check_refusal(p: Parsed) -> None:
@@ -75,11 +234,37 @@ def check_refusal(p: Parsed) -> None:
         )
 
 
+def check_complete(p: Parsed, surface: str) -> None:
+    """A cut-off JSON answer is never parsed: say which budget ran out and the field to raise."""
+    if p.finish == "length":
+        raise truncation_error(surface)
+    if p.finish == "context":
+        raise IncompleteAnswerError(
+            "the provider's context window ran out before the answer (stop_reason='model_context_window_exceeded'); "
+            "shorten the state and the examples", field="state")
+    if p.finish and (p.finish.startswith("unknown:") or p.finish.startswith("incomplete:")):
+        raise IncompleteAnswerError(f"the provider stopped for a reason it does not document ({p.finish}); "
+                                    "the reply was not read")
+
+
 def truncation_error(surface: str = CHAT) -> IncompleteAnswerError:
-    field = "max_output_tokens" if surface == "responses" else "max_tokens"
+    field = "max_output_tokens" if surface == RESPONSES else "max_tokens"
     return IncompleteAnswerError(
         f"the provider ran out of output tokens before the answer was complete; raise {field}", field=field
     )
 
 
-__all__ = ["Parsed", "chat_call", "parse_chat", "check_refusal", "truncation_error", "CHAT"]
+def strip_fields(call: Call, refused: set[str]) -> None:
+    """Drop fields this server refused earlier (top level and extra_body); downgrade a refused schema."""
+    extra = call.kwargs.get("extra_body") or {}
+    for name in refused:
+        call.kwargs.pop(name, None)
+        extra.pop(name, None)
+    if "response_format:json_schema" in refused and (call.kwargs.get("response_format") or {}).get("type") == "json_schema":
+        call.kwargs["response_format"] = {"type": "json_object"}
+    if "extra_body" in call.kwargs and not extra:
+        call.kwargs.pop("extra_body")
+
+
+__all__ = ["Parsed", "build_call", "parse_reply", "check_refusal", "check_complete", "truncation_error",
+           "CHAT", "RESPONSES", "MESSAGES", "PER_QUESTION", "chat_call", "parse_chat", "strip_fields"]

@@ -125,18 +125,22 @@ def _wait(policy: RetryPolicy):
 
 def _wrap(exc: BaseException, retries: int) -> ProviderError:
     code = status_of(exc)
-    err = ProviderError(
-        f"provider error{f' {code}' if code else ''}: {provider_message(exc)}"
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    request_id = headers.get("x-typesafe-request-id") or headers.get("x-request-id") if headers else None
+    said = provider_message(exc)
+    return ProviderError(
+        f"provider error{f' {code}' if code else ''}: {said}"
+        + (f" (request id {request_id})" if request_id else "")
         + (f" (after {retries} retries)" if retries else ""),
-        status_code=code,
+        status_code=code, provider_message=said, body=getattr(exc, "body", None), request_id=request_id,
+        n_retries=retries,
     )
-    err.n_retries = retries  # type: ignore[attr-defined]
-    err.provider_message = provider_message(exc)  # type: ignore[attr-defined]
-    return err
 
 
 def resolve(client: Any, surface: str):
     """The bound create method for a surface: chat.completions.create, responses.create, …"""
+    if surface == "systemone":  # a plain POST through the client, so its base URL and key apply
+        return lambda path, body: client.post(path, body=body, cast_to=object)
     obj = client
     for part in SURFACE_PATHS[surface]:
         obj = getattr(obj, part)
@@ -147,6 +151,8 @@ SURFACE_PATHS = {
     "chat_completions": ("chat", "completions", "create"),
     "responses": ("responses", "create"),
     "messages": ("messages", "create"),
+    "decisions": ("decisions", "create"),
+    "systemone": ("post",),
 }
 
 

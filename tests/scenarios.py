@@ -28,6 +28,7 @@ MANY = Choice(instructions="Which topic is this ticket about?",
 def scenarios(client: Any, model: str) -> dict[str, Callable[[], Any]]:
     def engine(**kw: Any) -> SystemOneClient:
         kw.setdefault("extra_body", {"cache_prompt": False})
+        kw.setdefault("api", "chat_completions")
         return SystemOneClient(client, model=model, max_concurrency=1, **kw)
 
     return {

@@ -27,6 +27,7 @@ TICKET = "I was charged twice."
 def engine(**kw) -> SystemOneClient:
     client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="sk-test-not-a-real-key")
     kw.setdefault("max_concurrency", 1)
+    kw.setdefault("api", "chat_completions")
     return SystemOneClient(client, model="documented-model", **kw)
 
 

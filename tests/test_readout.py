@@ -203,6 +203,7 @@ def test_any_window_reads_as_a_distribution(pairs, n, missing):
     assert all(0.0 <= p <= 1.0 for p in ro.probs)
     prep = prepare_question("q", Choice(instructions="x", criteria={k: "" for k in "vwxyz"[:n]}), "logprobs")
     answer = build_answer(prep, ro.probs)
-    assert answer.probabilities[answer.choice] == max(ro.probs)
+    assert answer.probabilities[answer.choice] == max(answer.probabilities.values())
+    assert answer.probabilities[answer.choice] == pytest.approx(max(ro.probs))
     assert 0.0 <= answer.confidence <= 1.0
     assert 0.0 <= peak_confidence(ro.probs) <= 1.0
