@@ -306,7 +306,7 @@ class _Base:
         """api='auto': Responses, then Chat Completions, then Messages, skipping what was learned missing."""
         if self.api != "auto":
             return self.api
-        if method == "grammar":
+        if method == "grammar" and CHAT in self._speaks:
             return CHAT
         for surface in self._speaks:
             if surface in self._memory.missing_routes:

@@ -86,7 +86,8 @@ LOGPROBS_INCLUDE = "message.output_text.logprobs"
 def responses_call(model: str, messages: list[dict[str, Any]], fields: dict[str, Any], extra: dict[str, Any],
                    user_extra: dict[str, Any] | None = None) -> Call:
     """Responses kwargs: logprobs through ``include``, the schema through ``text.format``."""
-    kwargs: dict[str, Any] = {"model": model, "input": copy.deepcopy(messages)}
+    # "type": "message" on each item: optional for OpenAI, required by llama.cpp's Responses route
+    kwargs: dict[str, Any] = {"model": model, "input": [{"type": "message", **m} for m in copy.deepcopy(messages)]}
     for name, value in fields.items():
         if name == "logprobs":
             if value:
@@ -167,9 +168,9 @@ def messages_call(model: str, messages: list[dict[str, Any]], fields: dict[str, 
     kwargs: dict[str, Any] = {"model": model, "system": system,
                               "messages": [copy.deepcopy(m) for m in messages if m["role"] != "system"],
                               "max_tokens": fields.get("max_tokens", MESSAGES_MAX_TOKENS)}
-    if "temperature" in fields:
-        kwargs["temperature"] = fields["temperature"]
     body = dict(extra)
+    if "temperature" in fields:  # in the body: newer Anthropic SDKs no longer take it as a keyword
+        body["temperature"] = fields["temperature"]
     fmt = (fields.get("response_format") or {}).get("json_schema")
     if fmt:
         # in the body, not as an SDK keyword: older Anthropic SDKs have no such parameter

@@ -49,6 +49,12 @@ def scenarios(client: Any, model: str) -> dict[str, Callable[[], Any]]:
         "mode_auto": lambda: engine(method="logprobs", mode="auto").system_one(TICKET, {"team": TEAM, "spam": SPAM}),
         "non_label_retry": lambda: engine(method="logprobs", labels="names", top_logprobs=2, strict_labels=True).system_one(
             "hello there", {"team": CHATTY}),
+        "responses_auto_moves_to_chat": lambda: [
+            engine(api="auto", method="logprobs").system_one(TICKET, {"team": TEAM}) for _ in range(1)],
+        "responses_structured": lambda: engine(api="responses", method="structured").system_one(
+            TICKET, {"team": TEAM, "spam": SPAM}),
+        "responses_logprobs_explicit": lambda: engine(api="responses", method="logprobs").system_one(
+            TICKET, {"team": TEAM}),
         "openai_responses_empty_logprobs": lambda: client.responses.create(
             model=model, input="Answer with one letter: A or B?", max_output_tokens=1,
             include=["message.output_text.logprobs"], extra_body={"cache_prompt": False}),
