@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from jev_shared import (
     AsyncSystemOneClient,
+    Example,
     IncompleteAnswerError,
     InvalidQuestionError,
     LabelReadoutError,
@@ -30,6 +31,8 @@ from .chat_model import chat_model_of, jev_async_client_from_chat_model, jev_cli
 DECISION_ERRORS: tuple[type[Exception], ...] = (
     ProviderError, LabelReadoutError, MalformedAnswerError, ModelRefusalError, IncompleteAnswerError,
 )
+#: What a failed decision does in a gate or a guard: block (fail closed), allow (fail open) or raise.
+ON_ERROR = ("block", "allow", "raise")
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool"}
 
 
@@ -118,8 +121,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def step(name: str, func: Callable[[Any, RunnableConfig], Any],
-         afunc: Callable[[Any, RunnableConfig], Awaitable[Any]]) -> RunnableLambda:
+def step(name: str, func: Callable[..., Any], afunc: Callable[..., Awaitable[Any]]) -> RunnableLambda:
     """The decision as its own traced run, so its model calls and its outcome show in a trace."""
     return RunnableLambda(func, afunc=afunc, name=name)
 
@@ -149,3 +151,25 @@ def check_option(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ValueError(f"{name}: must be one of {list(allowed)}, got {value!r}")
     return value
+
+
+def check_noul_examples(examples: Any) -> list[Example] | None:
+    """Yes/no examples answer True/False (or "true"/"false"); checked now, not at the first request."""
+    if examples is None:
+        return None
+    checked = []
+    for i, ex in enumerate(examples):
+        ex = ex if isinstance(ex, Example) else Example.model_validate(ex)
+        if ex.answer not in (True, False, "true", "false") or type(ex.answer) is int:
+            raise ValueError(f"examples[{i}].answer: a yes/no example answers True or False, got {ex.answer!r}")
+        checked.append(ex)
+    return checked
+
+
+def check_noul_criteria(criteria: Any) -> dict[str, str] | None:
+    """Yes/no criteria describe only "true" and "false"; checked now, not at the first request."""
+    if criteria is None:
+        return None
+    if not isinstance(criteria, Mapping) or not set(criteria) <= {"true", "false"}:
+        raise ValueError(f"criteria: a yes/no question takes only 'true' and 'false' descriptions, got {criteria!r}")
+    return dict(criteria)

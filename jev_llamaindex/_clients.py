@@ -18,8 +18,9 @@ from .llm import system_one_clients
 
 
 def _is_async_create(client: Any) -> bool:
+    """An ``async def create`` (seen through decorators such as the openai SDK's) marks an async client."""
     create = getattr(getattr(getattr(client, "chat", None), "completions", None), "create", None)
-    return inspect.iscoroutinefunction(create)
+    return create is not None and inspect.iscoroutinefunction(inspect.unwrap(create))
 
 
 def resolve_clients(
@@ -33,7 +34,8 @@ def resolve_clients(
     """(sync, async) engine clients from whichever door the user used.
 
     ``client`` / ``async_client``: a ``SystemOneClient`` / ``AsyncSystemOneClient``, or any
-    OpenAI-compatible client (then ``model`` is required; an ``async def create`` marks it async).
+    OpenAI-compatible client (then ``model`` is required); ``client`` counts as async when its
+    ``create`` is an ``async def``, ``async_client`` always does.
     ``llm``: a LlamaIndex LLM, serving both. Nothing at all: ``Settings.llm``, as LlamaIndex's
     own selectors do.
     """
@@ -46,7 +48,7 @@ def resolve_clients(
             client_kwargs["model"] = model
         return system_one_clients(llm, **client_kwargs)
     sync, async_ = None, None
-    for given in (client, async_client):
+    for given, is_async in ((client, _is_async_create(client)), (async_client, True)):
         if given is None:
             continue
         if isinstance(given, SystemOneClient):
@@ -55,7 +57,7 @@ def resolve_clients(
             async_ = given
         elif model is None:
             raise ValueError(f"model: a model name is required to wrap a {type(given).__name__} client")
-        elif _is_async_create(given):
+        elif is_async:
             async_ = AsyncSystemOneClient(given, model=model, **client_kwargs)
         else:
             sync = SystemOneClient(given, model=model, **client_kwargs)

@@ -21,6 +21,8 @@ from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.prompts.prompt_type import PromptType
 from llama_index.core.schema import QueryBundle
+from llama_index.core.tools.query_engine import DEFAULT_NAME as QUERY_ENGINE_TOOL_NAME
+from llama_index.core.tools.retriever_tool import DEFAULT_NAME as RETRIEVER_TOOL_NAME
 from llama_index.core.tools.types import ToolMetadata
 
 from jev_shared import (
@@ -56,6 +58,9 @@ QUESTION_ID = "route"
 #: Letters A..Z: past this many options one label token cannot name them all.
 ONE_TOKEN_LABELS = 26
 TOKEN_METHODS = ("logprobs", "grammar")
+Labels = Literal["letters", "names"]
+#: The names LlamaIndex gives tools built without one: placeholders, not names.
+PLACEHOLDER_NAMES = frozenset({QUERY_ENGINE_TOOL_NAME, RETRIEVER_TOOL_NAME})
 
 DEFAULT_SINGLE_SELECT_TMPL = (
     "The options are {num_choices} tools, each with a summary of what it can answer. Which tool is the "
@@ -120,20 +125,26 @@ class LowConfidenceError(JevError):
 def option_keys(choices: Sequence[ToolMetadata]) -> list[str]:
     """Option keys for the candidates: their names, or ``choice_1``... when any name is missing.
 
-    Names are what the model reads beside each description, so duplicates would make two
+    LlamaIndex names unnamed tools ``query_engine_tool`` / ``retriever_tool``; those count as
+    missing, so routers built without names (as in LlamaIndex's own router examples) still work.
+    Real names are what the model reads beside each description, so duplicates would make two
     candidates indistinguishable: they are rejected rather than silently merged.
     """
     if not choices:
         raise InvalidQuestionError("there are no choices to select from; pass at least one tool", field="choices")
-    names = [(c.name or "").strip() for c in choices]
-    if not all(names):
+    if not _all_named(choices):
         return [f"choice_{i + 1}" for i in range(len(choices))]
+    names = [(c.name or "").strip() for c in choices]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise InvalidQuestionError(
             f"duplicate tool names {dupes}: each candidate needs a unique ToolMetadata.name", field="choices"
         )
     return names
+
+
+def _all_named(choices: Sequence[ToolMetadata]) -> bool:
+    return all((c.name or "").strip() not in PLACEHOLDER_NAMES | {""} for c in choices)
 
 
 def _description(choice: ToolMetadata) -> str:
@@ -148,7 +159,10 @@ class _JevSelector(BaseSelector):
     variables: frozenset[str] = frozenset({"query_str", "num_choices", "context_list"})
 
     def __init__(self, client: SystemOneClient | None, async_client: AsyncSystemOneClient | None,
-                 prompt: BasePromptTemplate | str | None, default_template: str) -> None:
+                 prompt: BasePromptTemplate | str | None, default_template: str, labels: Labels | None) -> None:
+        if labels not in (None, "letters", "names"):
+            raise ValueError(f"labels: must be None, 'letters' or 'names', got {labels!r}")
+        self.labels = labels
         for given, kind in ((client, SystemOneClient), (async_client, AsyncSystemOneClient)):
             if given is not None and not isinstance(given, kind):
                 raise TypeError(
@@ -192,10 +206,14 @@ class _JevSelector(BaseSelector):
         criteria = {k: _description(c) for k, c in zip(keys, choices)}
         context = "\n".join(f"({i + 1}) {k}: {d}" for i, (k, d) in enumerate(criteria.items()))
         text = self._instructions(query_str=query.query_str, num_choices=len(keys), context_list=context, **values)
-        kw: dict[str, Any] = {}
+        kw = self._call_options()
         if len(keys) > ONE_TOKEN_LABELS and self._asker.method in TOKEN_METHODS:
             kw["method"] = "structured"
         return keys, Choice(instructions=text, criteria=criteria), kw
+
+    def _call_options(self) -> dict[str, Any]:
+        """Per-call engine options: ``labels`` when set here, else the client's own setting."""
+        return {} if self.labels is None else {"labels": self.labels}
 
     def _result(self, keys: list[str], resp: SystemOneResponse, probs: dict[str, float], picked: list[int],
                 reasons: list[str], *, confidence: float | None, question: Literal["choice", "noul"],
@@ -220,25 +238,28 @@ class JevSingleSelector(_JevSelector):
         prompt: the question's instructions; may use ``{query_str}``, ``{num_choices}``, ``{context_list}``.
         min_confidence: below this confidence, select ``default_index`` or raise :class:`LowConfidenceError`.
         default_index: the candidate to fall back to below ``min_confidence``.
+        labels: how the model answers: ``"letters"`` (A, B, ...) or ``"names"`` (the tool's own name;
+            the engine falls back to letters when two names share a first token); None: the client's setting.
     """
 
     prompt_type = PromptType.SINGLE_SELECT
 
     def __init__(self, client: SystemOneClient | None = None, *, async_client: AsyncSystemOneClient | None = None,
                  prompt: BasePromptTemplate | str | None = None, min_confidence: float = 0.0,
-                 default_index: int | None = None) -> None:
+                 default_index: int | None = None, labels: Labels | None = None) -> None:
         if not 0.0 <= min_confidence <= 1.0:
             raise ValueError(f"min_confidence: must lie in [0, 1], got {min_confidence}")
         if default_index is not None and (not isinstance(default_index, int) or default_index < 0):
             raise ValueError(f"default_index: must be an integer >= 0, got {default_index!r}")
-        super().__init__(client, async_client, prompt, DEFAULT_SINGLE_SELECT_TMPL)
+        super().__init__(client, async_client, prompt, DEFAULT_SINGLE_SELECT_TMPL, labels)
         self.min_confidence = min_confidence
         self.default_index = default_index
 
     @classmethod
     def from_defaults(cls, client: Any = None, *, llm: Any = None, async_client: Any = None, model: str | None = None,
                       prompt_template_str: str | None = None, min_confidence: float = 0.0,
-                      default_index: int | None = None, **client_kwargs: Any) -> JevSingleSelector:
+                      default_index: int | None = None, labels: Labels | None = None,
+                      **client_kwargs: Any) -> JevSingleSelector:
         """From an engine client, an OpenAI-compatible client (with ``model=``), or a LlamaIndex ``llm``.
 
         With none of them, ``Settings.llm`` serves, as for ``LLMSingleSelector``. ``client_kwargs``
@@ -246,7 +267,7 @@ class JevSingleSelector(_JevSelector):
         """
         sync, async_ = resolve_clients(client, async_client=async_client, llm=llm, model=model, **client_kwargs)
         return cls(sync, async_client=async_, prompt=prompt_template_str, min_confidence=min_confidence,
-                   default_index=default_index)
+                   default_index=default_index, labels=labels)
 
     def _select(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> JevSelectorResult:
         keys, question, kw = self._prepare(choices, query)
@@ -313,13 +334,15 @@ class JevMultiSelector(_JevSelector):
         threshold: the probability a candidate needs; default 0.2 for ``"choice"``, 0.5 for ``"noul"``.
         max_outputs: keep at most this many (the most probable).
         allow_empty: when nothing reaches the threshold, select nothing instead of the top candidate.
+        labels: as for :class:`JevSingleSelector`; with ``question="noul"``, ``"names"`` means the words yes / no.
     """
 
     prompt_type = PromptType.MULTI_SELECT
 
     def __init__(self, client: SystemOneClient | None = None, *, async_client: AsyncSystemOneClient | None = None,
                  prompt: BasePromptTemplate | str | None = None, question: Literal["choice", "noul"] = "choice",
-                 threshold: float | None = None, max_outputs: int | None = None, allow_empty: bool = False) -> None:
+                 threshold: float | None = None, max_outputs: int | None = None, allow_empty: bool = False,
+                 labels: Labels | None = None) -> None:
         if question not in ("choice", "noul"):
             raise ValueError(f"question: must be 'choice' or 'noul', got {question!r}")
         threshold = (0.2 if question == "choice" else 0.5) if threshold is None else threshold
@@ -334,17 +357,17 @@ class JevMultiSelector(_JevSelector):
         self.max_outputs = max_outputs
         self.allow_empty = allow_empty
         default = DEFAULT_MULTI_SELECT_TMPL if question == "choice" else DEFAULT_MULTI_NOUL_TMPL
-        super().__init__(client, async_client, prompt, default)
+        super().__init__(client, async_client, prompt, default, labels)
 
     @classmethod
     def from_defaults(cls, client: Any = None, *, llm: Any = None, async_client: Any = None, model: str | None = None,
                       prompt_template_str: str | None = None, question: Literal["choice", "noul"] = "choice",
                       threshold: float | None = None, max_outputs: int | None = None, allow_empty: bool = False,
-                      **client_kwargs: Any) -> JevMultiSelector:
+                      labels: Labels | None = None, **client_kwargs: Any) -> JevMultiSelector:
         """As :meth:`JevSingleSelector.from_defaults`."""
         sync, async_ = resolve_clients(client, async_client=async_client, llm=llm, model=model, **client_kwargs)
         return cls(sync, async_client=async_, prompt=prompt_template_str, question=question, threshold=threshold,
-                   max_outputs=max_outputs, allow_empty=allow_empty)
+                   max_outputs=max_outputs, allow_empty=allow_empty, labels=labels)
 
     def _checked(self, prompt: BasePromptTemplate | str) -> BasePromptTemplate:
         prompt = super()._checked(prompt)
@@ -367,7 +390,7 @@ class JevMultiSelector(_JevSelector):
                                                     choice_name=k, choice_description=_description(c)))
             for k, c in zip(keys, choices)
         }
-        return keys, nouls, {}
+        return keys, nouls, self._call_options()
 
     def _select(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> JevSelectorResult:
         keys, questions, kw = self._questions(choices, query)

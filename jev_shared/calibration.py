@@ -90,33 +90,44 @@ def _argmax(probs: Sequence[float]) -> int:
     return max(range(len(probs)), key=lambda i: (probs[i], -i))  # ties go to the first key, as answers do
 
 
-def nll(records: Sequence[Record], temperature: float = 1.0) -> float:
-    """Mean negative log-likelihood of the true labels."""
+def _log_rows(records: Sequence[Record]) -> list[tuple[list[float], int]]:
+    """Each record's floored log-probabilities and the index of its true label."""
+    return [([math.log(max(p, FLOOR)) for p in r.probabilities.values()], list(r.probabilities).index(r.label))
+            for r in records]
+
+
+def _nll(rows: Sequence[tuple[list[float], int]], beta: float) -> float:
     total = 0.0
-    for r in records:
-        keys = list(r.probabilities)
-        p = temper(list(r.probabilities.values()), temperature)[keys.index(r.label)]
-        total -= math.log(max(p, 1e-300))
-    return total / max(len(records), 1)
+    for logs, y in rows:
+        scaled = [beta * x for x in logs]
+        top = max(scaled)
+        total += top + math.log(sum(math.exp(x - top) for x in scaled)) - scaled[y]
+    return total / max(len(rows), 1)
 
 
-def fit_temperature(records: Sequence[Record], lo: float = T_MIN, hi: float = T_MAX, iters: int = 80) -> float:
+def nll(records: Sequence[Record], temperature: float = 1.0) -> float:
+    """Mean negative log-likelihood of the true labels under temperature ``temperature``."""
+    return _nll(_log_rows(records), 1.0 / temperature)
+
+
+def fit_temperature(records: Sequence[Record], lo: float = T_MIN, hi: float = T_MAX, iters: int = 60) -> float:
     """The T in [lo, hi] that minimises the NLL: golden-section search on ``1/T`` (convex there)."""
     if not records:
         return 1.0
+    rows = _log_rows(records)
     a, b = 1.0 / hi, 1.0 / lo
     g = (math.sqrt(5) - 1) / 2
     c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = nll(records, 1.0 / c), nll(records, 1.0 / d)
+    fc, fd = _nll(rows, c), _nll(rows, d)
     for _ in range(iters):
         if fc <= fd:
             b, d, fd = d, c, fc
             c = b - g * (b - a)
-            fc = nll(records, 1.0 / c)
+            fc = _nll(rows, c)
         else:
             a, c, fc = c, d, fd
             d = a + g * (b - a)
-            fd = nll(records, 1.0 / d)
+            fd = _nll(rows, d)
     return 1.0 / ((a + b) / 2)
 
 

@@ -8,6 +8,7 @@ sync client (threads) and the async client (tasks) drive the very same code.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import re
 import threading
@@ -311,7 +312,9 @@ class _Base:
         for surface in self._speaks:
             if surface in self._memory.missing_routes:
                 continue
-            if method in TOKEN_READOUT and (self.model, surface) in self._memory.no_distribution:
+            # a Responses route that cannot carry logprobs is a compatibility layer (llama.cpp, ollama,
+            # LM Studio) that also ignores text.format: once seen, the model's whole traffic moves
+            if (self.model, surface) in self._memory.no_distribution:
                 continue
             return surface
         return self._speaks[0]  # the verdict only skips a route when there is another to move to
@@ -679,7 +682,8 @@ class SystemOneClient(_Base):
         else:
             pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(preps)), thread_name_prefix="jev")
             try:
-                futures = [pool.submit(run, i) for i in range(len(preps))]
+                # each task runs in a copy of the caller's context, so tracing context vars reach it
+                futures = [pool.submit(contextvars.copy_context().run, run, i) for i in range(len(preps))]
                 done, pending = wait(futures, timeout=timeout, return_when=FIRST_EXCEPTION)
                 if not pending or any(f.exception() for f in done):
                     wait(futures, timeout=timeout)  # let the rest finish, so the first error is in question order

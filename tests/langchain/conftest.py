@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from lc_fakes import Recorder
+
+from .fakes import Recorder
 
 
 @pytest.fixture

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
-from lc_fakes import FIRST, FakeOpenAI, fake_client
 
-from jev_shared import Example
 from jev_langchain import JevGate, JevRouter, ToolCallGuard, guard_tool
 from jev_langchain.chat_model import ChatModelClient
+from jev_shared import Example
+
+from .fakes import FIRST, FakeOpenAI, fake_client
 
 BRANCH = RunnableLambda(lambda x: x)
 
@@ -70,6 +71,8 @@ def test_gate_rejects_misuse():
         JevGate(fake_client(), "")
     with pytest.raises(TypeError, match="client must be"):
         JevGate(None, "ok")
+    with pytest.raises(ValueError, match=r"examples\[1\].answer: a yes/no example answers True or False"):
+        JevGate(fake_client(), "ok", examples=[Example(state="a", answer=True), Example(state="b", answer="maybe")])
 
 
 @tool
@@ -85,6 +88,8 @@ def test_guard_rejects_misuse():
         ToolCallGuard(fake_client(), on_block="silent")
     with pytest.raises(ValueError, match="block_message: only {tool} and {reason}"):
         ToolCallGuard(fake_client(), block_message="no {user}")
+    with pytest.raises(ValueError, match="criteria: a yes/no question takes only 'true' and 'false'"):
+        ToolCallGuard(fake_client(), criteria={"yes": "fine"})
     with pytest.raises(ValueError, match="n_messages"):
         ToolCallGuard(fake_client(), n_messages=-1)
     with pytest.raises(TypeError, match="tool: expected a LangChain BaseTool"):

@@ -7,10 +7,11 @@ import math
 
 import pytest
 from langchain_core.runnables import RunnableLambda
-from lc_fakes import FIRST, SECOND, FakeOpenAI, fake_async_client, fake_client
 
-from jev_shared import ProviderError, SystemOneClient
 from jev_langchain import GateBlocked, JevGate
+from jev_shared import ProviderError, SystemOneClient
+
+from .fakes import FIRST, SECOND, FakeOpenAI, fake_async_client, fake_client
 
 STATEMENT = "The message is a genuine customer question, not spam."
 

@@ -9,10 +9,11 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableGenerator, RunnableLambda
-from lc_fakes import FIRST, SECOND, TIE, FakeOpenAI, fake_async_client, fake_client
 
-from jev_shared import InvalidQuestionError, SystemOneClient
 from jev_langchain import JevRouter, RouteConfidenceError, RouteDecision
+from jev_shared import InvalidQuestionError, SystemOneClient
+
+from .fakes import FIRST, SECOND, TIE, FakeOpenAI, fake_async_client, fake_client
 
 
 def make_router(client, **kw) -> JevRouter:

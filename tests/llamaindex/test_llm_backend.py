@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -106,32 +107,54 @@ def test_llm_and_client_together_rejected():
 
 
 @pytest.mark.live
-def test_live_openai_like_llm_matches_the_direct_client(local_server, local_llm):
-    """Through the LLM (logprobs=True, top_logprobs=20) the engine reads the same window as directly."""
-    via_llm = JevSingleSelector.from_defaults(llm=local_llm).select(META, "How fast is a Ferrari?")
-    direct = JevSingleSelector.from_defaults(local_server.client(), model=local_server.model).select(
-        META, "How fast is a Ferrari?")
-    assert via_llm.method == "logprobs"
+def test_live_openai_like_llm_sends_what_the_direct_client_sends(local_server):
+    """Through the LLM (logprobs=True, top_logprobs=20) the server gets the engine's very request."""
+    import httpx
+    import openai
+    from llama_index.llms.openai_like import OpenAILike
+
+    bodies: list[dict[str, Any]] = []
+
+    def record(request: httpx.Request) -> None:
+        if request.url.path.endswith("/chat/completions"):  # the engine may probe other surfaces first
+            bodies.append({k: v for k, v in json.loads(request.content).items() if k != "stream"})
+
+    http = httpx.Client(event_hooks={"request": [record]})
+    llm = OpenAILike(model=local_server.model, api_base=local_server.base_url, api_key="local", is_chat_model=True,
+                     logprobs=True, top_logprobs=20, http_client=http)
+    direct = openai.OpenAI(base_url=local_server.base_url, api_key="local", http_client=http)
+    via_llm = JevSingleSelector.from_defaults(llm=llm).select(META, "How fast is a Ferrari?")
+    JevSingleSelector.from_defaults(direct, model=local_server.model).select(META, "How fast is a Ferrari?")
+    assert len(bodies) == 2 and bodies[0] == bodies[1]
+    assert bodies[0]["logprobs"] is True and bodies[0]["max_tokens"] == 1
+    assert via_llm.method == "logprobs" and len(via_llm.inds) == 1
     assert sum(via_llm.probabilities.values()) == pytest.approx(1.0)
-    assert via_llm.distribution == pytest.approx(direct.distribution, abs=1e-3)
 
 
 @pytest.mark.live
-def test_live_openai_like_without_raw_recovers_the_sampled_token(local_server, local_llm):
-    """Dropping ``raw`` leaves LlamaIndex's alternatives-only logprobs: the distribution must not change."""
+def test_live_openai_like_without_raw_recovers_the_sampled_token(local_llm):
+    """Dropping ``raw`` leaves LlamaIndex's alternatives-only logprobs; the recovered entry equals the raw one."""
     from llama_index.llms.openai_like import OpenAILike
+
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
 
     class NoRaw(OpenAILike):
         def chat(self, messages: Any, **kwargs: Any) -> ChatResponse:
-            resp = super().chat(messages, **kwargs)
-            return ChatResponse(message=resp.message, logprobs=resp.logprobs)
+            full = super().chat(messages, **kwargs)
+            stripped = ChatResponse(message=full.message, logprobs=full.logprobs)
+            pairs.append((chat_response_to_dict(full), chat_response_to_dict(stripped)))
+            return stripped
 
     no_raw = NoRaw(**local_llm.model_dump(include={"model", "api_base", "api_key", "is_chat_model", "logprobs",
                                                     "top_logprobs"}))
-    a = JevSingleSelector.from_defaults(llm=no_raw).select(META, "Do cats sleep a lot?")
-    b = JevSingleSelector.from_defaults(llm=local_llm).select(META, "Do cats sleep a lot?")
-    assert a.method == "logprobs"
-    assert a.distribution == pytest.approx(b.distribution, abs=1e-3)
+    result = JevSingleSelector.from_defaults(llm=no_raw).select(META, "Do cats sleep a lot?")
+    assert result.method == "logprobs" and sum(result.probabilities.values()) == pytest.approx(1.0)
+    raw, recovered = pairs[0]
+    raw_entry = raw["choices"][0]["logprobs"]["content"][0]
+    entry = recovered["choices"][0]["logprobs"]["content"][0]
+    assert (entry["token"], entry["logprob"]) == (raw_entry["token"], raw_entry["logprob"])
+    assert [(a["token"], a["logprob"]) for a in entry["top_logprobs"]] == [
+        (a["token"], a["logprob"]) for a in raw_entry["top_logprobs"]]
 
 
 @pytest.mark.live

@@ -125,6 +125,19 @@ def test_live_router_query_engine_single(local_server, engine_tools, mock_llm, u
 
 
 @pytest.mark.live
+def test_live_router_names_readout(local_server, engine_tools, mock_llm):
+    """labels="names": the model answers with a tool's name; the engine still returns one distribution."""
+    tools, engines = engine_tools
+    router = RouterQueryEngine(selector=live_selector(local_server, labels="names"), query_engine_tools=tools,
+                               llm=mock_llm)
+    response = router.query("Do cats sleep a lot?")
+    result = response.metadata["selector_result"]
+    assert_one_distribution(result, 3)
+    assert result.response.debug["labels"]["route"] in ("names", "letters")  # letters if the names' first tokens collide
+    assert engines[result.ind].queries == ["Do cats sleep a lot?"]
+
+
+@pytest.mark.live
 @pytest.mark.parametrize("use_async", [False, True])
 def test_live_router_retriever_multi(local_server, retriever_tools, mock_llm, use_async):
     tools, retrievers = retriever_tools

@@ -18,6 +18,8 @@ from .conftest import TOOLS, AsyncFakeClient, FakeClient, prompt_of
 META = [ToolMetadata(name=n, description=d) for n, d in TOOLS]
 #: B (cars) most likely: softmax over A, B, C of these logprobs.
 WINDOW = {"A": -2.0, "B": -0.2, "C": -3.0}
+#: The same, answered with the tools' names (labels="names").
+NAMES = {"cats": -2.0, "cars": -0.2, "planes": -3.0}
 
 
 def softmax(lps: list[float]) -> list[float]:
@@ -49,6 +51,29 @@ def test_nameless_choices_are_keyed_choice_n():
     result = selector.select(["about cats", "about cars", "about planes"], "q")
     assert result.keys == ["choice_1", "choice_2", "choice_3"]
     assert "choice_2 — about cars" in prompt_of(fake.calls[0])
+
+
+def test_llamaindex_placeholder_names_count_as_missing():
+    """QueryEngineTool.from_defaults without name= names every tool 'query_engine_tool': not a duplicate."""
+    from llama_index.core.tools import QueryEngineTool, RetrieverTool
+
+    from .conftest import RecordingEngine, RecordingRetriever
+
+    for tools in ([QueryEngineTool.from_defaults(RecordingEngine(name=n), description=d) for n, d in TOOLS],
+                  [RetrieverTool.from_defaults(RecordingRetriever(n), description=d) for n, d in TOOLS]):
+        selector, _ = single()
+        result = selector.select([t.metadata for t in tools], "q")
+        assert result.keys == ["choice_1", "choice_2", "choice_3"] and result.ind == 1
+
+
+def test_names_readout_on_request():
+    selector, fake = single(NAMES, labels="names")
+    result = selector.select(META, "q")
+    assert result.ind == 1 and result.distribution == pytest.approx(softmax([-2.0, -0.2, -3.0]))
+    assert "exactly one option name (cats, cars, planes)" in prompt_of(fake.calls[0])
+    selector, fake = single()  # the client's default: letters
+    selector.select(META, "q")
+    assert "exactly one letter" in prompt_of(fake.calls[0])
 
 
 def test_multiline_descriptions_become_one_line():
@@ -235,6 +260,14 @@ def test_multi_noul_asks_once_per_candidate():
     assert len(fake.calls) == 3
     assert result.question == "noul" and result.confidence is None
     assert result.probabilities["cats"] < 0.5 < result.probabilities["cars"]
+
+
+def test_multi_noul_with_yes_no_words():
+    def respond(kw):
+        return {"yes": -0.1, "no": -2.5} if "'cars'" in prompt_of(kw) else {"yes": -3.0, "no": -0.05}
+    selector, fake = multi(respond, question="noul", labels="names")
+    assert selector.select(META, "q").inds == [1]
+    assert "exactly one word (yes, no)" in prompt_of(fake.calls[0])
 
 
 def test_multi_noul_async():

@@ -14,6 +14,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
 
 from jev_shared import AsyncSystemOneClient, SystemOneClient
 
@@ -123,3 +127,26 @@ class Recorder(BaseCallbackHandler):
         found = self.named(name)
         assert len(found) == 1, f"expected one run named {name!r}, got {[r['name'] for r in self.runs]}"
         return found[0]
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Replies with ``replies`` in turn (the last one repeats) and records what it was sent.
+
+    Stands in for an agent's own model: the embedded 135M model cannot drive an agent's tool calls.
+    """
+
+    replies: list[AIMessage]
+    received: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        self.received.append({"messages": messages, "kwargs": kwargs})
+        reply = self.replies[min(len(self.received), len(self.replies)) - 1]
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
+        return self
