@@ -14,13 +14,13 @@ from .errors import (
     ProviderError,
     UnsupportedMethodError,
 )
-from .questions import Choice, Example, Noul, Score
+from .questions import MAX_CHOICE_OPTIONS, MAX_SINGLE_TOKEN_LABELS, Choice, Example, Noul, Score
 
 __all__ = [
     "SystemOneClient", "AsyncSystemOneClient", "Choice", "Score", "Noul", "Example",
     "ChoiceAnswer", "ScoreAnswer", "NoulAnswer", "Answer", "SystemOneResponse", "Usage", "answer_confidence",
     "JevError", "InvalidQuestionError", "UnsupportedMethodError", "ClientCapabilityError", "LabelReadoutError",
     "MalformedAnswerError", "ModelRefusalError", "IncompleteAnswerError", "ProviderError", "DecisionTimeoutError",
-    "FieldRefusedError",
+    "FieldRefusedError", "MAX_SINGLE_TOKEN_LABELS", "MAX_CHOICE_OPTIONS",
 ]
 __version__ = "0.1.0"

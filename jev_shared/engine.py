@@ -432,7 +432,9 @@ class _Base:
                     raise LabelReadoutError(
                         "the server sent reasoning but no answer (a reasoning-only reply); turn thinking off"
                     )
-                ro = read_labels(parsed.logprobs, symbols, content=parsed.content, missing=self.missing,  # type: ignore[arg-type]
+                # a missing *name* may just be tokenised differently, so it is floored, never read as 0
+                missing = "floor" if fmt.symbols is not None else self.missing
+                ro = read_labels(parsed.logprobs, symbols, content=parsed.content, missing=missing,  # type: ignore[arg-type]
                                  method=method, fold=fold)
                 if ro.no_signal and self.strict_labels:
                     raise LabelReadoutError(

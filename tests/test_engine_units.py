@@ -1,0 +1,90 @@
+"""Engine decisions that need an exact logprob window, which no real model can be made to produce.
+
+The stand-in client returns a fixed Chat Completions reply; everything else (prompt, method,
+surface, transport, readout) is the real engine.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from jev_shared import Choice, SystemOneClient
+
+TEAM = Choice(instructions="Which team?", criteria={"billing": "", "technical": "", "sales": ""})
+
+
+class FixedWindow:
+    """Answers every call with the given (token, logprob) windows, one per call, the last repeated."""
+
+    def __init__(self, *windows: list[tuple[str, float]]):
+        self.windows = list(windows)
+        self.chat = self
+        self.completions = self
+        self.requests: list[dict] = []
+
+    def create(self, **kw):
+        self.requests.append(kw)
+        pairs = self.windows.pop(0) if len(self.windows) > 1 else self.windows[0]
+        top = [{"token": t, "logprob": lp} for t, lp in pairs]
+        return {"choices": [{"message": {"content": pairs[0][0]}, "finish_reason": "length",
+                             "logprobs": {"content": [{"token": pairs[0][0], "logprob": pairs[0][1],
+                                                       "top_logprobs": top}]}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 1}}
+
+
+def test_a_missing_name_is_floored_not_read_as_zero():
+    fake = FixedWindow([("The", -0.5), ("b", -3.0), ("You", -4.0)])
+    resp = SystemOneClient(fake, model="m", labels="names").system_one("x", {"team": TEAM})
+    answer = resp.answers["team"]
+    assert answer.choice == "billing" and answer.confidence < 0.9
+    assert answer.probabilities["technical"] > 0 and resp.debug["truncated"] == ["team"]
+
+
+def test_an_ambiguous_first_token_re_asks_with_letters():
+    q = Choice(instructions="Which?", criteria={"billing": "", "bills": ""})
+    fake = FixedWindow([("bill", -0.1), ("x", -3.0)], [("B", -0.2), ("A", -2.0)])
+    resp = SystemOneClient(fake, model="m", labels="names").system_one("x", {"q": q})
+    assert resp.answers["q"].choice == "bills"
+    assert "re-asked with letters" in resp.debug["labels_fallback"]["q"]
+    assert "(A, B)" in fake.requests[1]["messages"][-1]["content"]
+
+
+def test_letters_keep_missing_labels_at_zero():
+    fake = FixedWindow([("A", -0.1), ("B", -2.0), ("The", -3.0)])
+    resp = SystemOneClient(fake, model="m").system_one("x", {"team": TEAM})
+    assert resp.answers["team"].probabilities["sales"] == 0.0
+    assert resp.debug["labels_missing"] == {"team": ["C"]}
+
+
+def test_strict_labels_retry_once_with_the_reason():
+    fake = FixedWindow([("The", -0.1), ("Sure", -1.0)], [("A", -0.1), ("B", -2.0)])
+    resp = SystemOneClient(fake, model="m", strict_labels=True).system_one("x", {"team": TEAM})
+    assert resp.usage.n_calls == 2 and resp.answers["team"].choice == "billing"
+    assert "is not one of the labels" in resp.debug["retry_reasons"]["team"][0]
+    assert "Your previous reply was invalid" in fake.requests[1]["messages"][-1]["content"]
+
+
+def test_request_fields_for_a_token_method():
+    fake = FixedWindow([("A", -0.1), ("B", -2.0)])
+    SystemOneClient(fake, model="m", method="logprobs", top_logprobs=7).system_one("x", {"team": TEAM})
+    kw = fake.requests[0]
+    assert kw["temperature"] == 0 and kw["logprobs"] is True and kw["top_logprobs"] == 7 and kw["max_tokens"] == 1
+    assert kw["extra_body"]["chat_template_kwargs"] == {"enable_thinking": False}
+    fake = FixedWindow([("A", -0.1), ("B", -2.0)])
+    SystemOneClient(fake, model="m", method="logprobs", thinking=True).system_one("x", {"team": TEAM})
+    assert "max_tokens" not in fake.requests[0] and "extra_body" not in fake.requests[0]
+
+
+@pytest.mark.parametrize("thinking", [None, True, False])
+def test_system2_sends_the_reasoning_switch_only_when_thinking_is_false(thinking):
+    class Ratings(FixedWindow):
+        def create(self, **kw):
+            self.requests.append(kw)
+            return {"choices": [{"message": {"content": '{"billing": 7, "technical": 2, "sales": 1}'},
+                                 "finish_reason": "stop", "logprobs": None}]}
+
+    fake = Ratings([("x", 0.0)])
+    resp = SystemOneClient(fake, model="m", mode="system2", thinking=thinking).system_one("x", {"team": TEAM})
+    assert resp.answers["team"].probabilities["billing"] == pytest.approx(0.7)
+    assert ("reasoning_effort" in fake.requests[0]) is (thinking is False)
+    assert "max_tokens" not in fake.requests[0]
