@@ -41,7 +41,7 @@ def oai() -> openai.OpenAI:
 
 
 def claude() -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url="http://127.0.0.1:9", api_key="sk-ant-test-not-a-real-key")
+    return anthropic.Anthropic(base_url="http://127.0.0.1:9", api_key="test-key")
 
 
 # --- Responses ---------------------------------------------------------------------------------

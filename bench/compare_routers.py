@@ -1,0 +1,524 @@
+"""Routers side by side on the embedded llama.cpp server: accuracy, unusable answers, tokens, calls, latency.
+
+One process, one real server, one labelled routing set (``bench/data/routing_compare.jsonl``: 120
+internal-helpdesk requests, six routes, 20 each). Every contender routes every item, one decision
+at a time; the order of the contenders is rotated from item to item, and the server keeps one slot
+per contender, so each reuses its own cached prompt prefix and drifts in machine load spread evenly.
+
+Contenders (all at temperature 0, all given the same route names and descriptions):
+
+* ``bare one-token call``: one ``chat.completions.create`` with Jev's prompt, ``max_tokens=1``;
+  the sampled token is the answer. The latency floor, not a router.
+* ``Jev router``: :class:`jev_langchain.JevRouter` over ``SystemOneClient(method="logprobs")``,
+  with letter labels and with the routes' own names; and with ``mode="auto"`` (System 1, then one
+  System 2 ratings pass when confidence < 0.7).
+* ``LangChain structured router``: the pattern of LangChain's routing guide (the replacement the
+  ``LLMRouterChain`` deprecation notice gives): ``prompt | llm.with_structured_output(RouteQuery) |
+  itemgetter("destination")`` where ``RouteQuery.destination`` is a ``Literal`` of the route names,
+  then a ``RunnableLambda`` that picks the branch.
+* ``LlamaIndex LLMSingleSelector``: ``LLMSingleSelector.from_defaults(llm=OpenAILike(...))``, its
+  ``select(tools, query)``.
+* ``jevper``: the closest peer engine on PyPI, ``SystemOneClient(method="logprobs",
+  temperature=0)`` (its docs' advice for a server that returns logprobs).
+
+Every HTTP exchange goes through one counting transport, so provider calls and output tokens
+(``usage.completion_tokens``) are counted the same way for everyone, failures included.
+
+    python bench/compare_routers.py                    # SmolLM2-135M, all 120 items (a few minutes)
+    python bench/compare_routers.py --model qwen       # Qwen2.5-Coder-0.5B (slower: ~20-30 min on 2 cores)
+    python bench/compare_routers.py --quick            # every 5th item; prints, writes nothing
+    python bench/compare_routers.py --render           # redraw docs/benchmarks.md tables + chart from the JSON
+
+Writes ``docs/benchmarks-<model>.json``, the tables in ``docs/benchmarks.md`` (between markers)
+and ``docs/benchmarks.png``. Needs ``langchain-openai``, ``llama-index-llms-openai-like``
+(hence ``openai<3``), ``jevper`` and ``matplotlib`` next to the package: see docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DATA = ROOT / "bench" / "data" / "routing_compare.jsonl"
+DOCS = ROOT / "docs"
+DOC = DOCS / "benchmarks.md"
+CHART = DOCS / "benchmarks.png"
+MODELS = {"smollm2": "smollm2-135m", "qwen": "qwen2.5-coder-0.5b"}
+
+INSTRUCTIONS = "Which internal team should handle this employee request?"
+ROUTES = {
+    "hr": "human resources: leave and holidays, sick days, payroll and salary, benefits and pension, hiring, "
+          "onboarding, performance reviews, workplace conduct",
+    "it": "IT support: laptops and phones, passwords and logins, VPN, email, software and licences, printers, "
+          "Wi-Fi, security incidents",
+    "legal": "legal: contracts, NDAs, compliance, data privacy and GDPR, trademarks and copyright, disputes",
+    "finance": "finance: expense claims and reimbursements, corporate cards, vendor invoices and payments, "
+               "purchase orders, budgets",
+    "facilities": "facilities: office space, desks, meeting rooms, heating and air conditioning, cleaning, "
+                  "repairs, parking, building access badges",
+    "travel": "business travel: flights, trains, hotels, rental cars, visas, travel policy and bookings",
+}
+
+
+# -- counting every HTTP exchange ------------------------------------------------------------------
+
+
+class Meter:
+    """Provider calls and output tokens, read off the wire (the same for every contender)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.output_tokens = 0
+        self.paths: dict[str, int] = {}
+
+    def snapshot(self) -> tuple[int, int]:
+        return self.calls, self.output_tokens
+
+
+_COMPLETION = re.compile(rb'"(?:completion_tokens|output_tokens)"\s*:\s*(\d+)')
+
+
+class MeteredTransport(httpx.BaseTransport):
+    def __init__(self, meter: Meter) -> None:
+        self.meter = meter
+        self.inner = httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        resp = self.inner.handle_request(request)
+        try:
+            body = resp.read()
+        finally:
+            resp.close()
+        self.meter.calls += 1
+        path = request.url.path
+        self.meter.paths[path] = self.meter.paths.get(path, 0) + 1
+        m = _COMPLETION.search(body)
+        if m:
+            self.meter.output_tokens += int(m.group(1))
+        headers = [(k, v) for k, v in resp.headers.items() if k.lower() not in ("content-length", "transfer-encoding")]
+        return httpx.Response(resp.status_code, headers=headers, content=body, request=request,
+                              extensions={"http_version": resp.extensions.get("http_version", b"HTTP/1.1")})
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def http_client(meter: Meter) -> httpx.Client:
+    return httpx.Client(transport=MeteredTransport(meter), timeout=httpx.Timeout(300.0))
+
+
+# -- the contenders ---------------------------------------------------------------------------------
+
+
+class Unusable(Exception):
+    """The contender answered, but not with a route (a parse failure, an out-of-range pick, no signal)."""
+
+
+@dataclass
+class Contender:
+    name: str
+    decide: Callable[[str], str]
+    note: str = ""
+
+
+def openai_client(base_url: str, meter: Meter) -> Any:
+    import openai
+
+    return openai.OpenAI(base_url=base_url, api_key="local", http_client=http_client(meter))
+
+
+def bare_call(base_url: str, model: str, meter: Meter) -> Contender:
+    """One raw chat.completions.create with the engine's own prompt and a one-token cap."""
+    from jev_shared import Choice
+    from jev_shared.prompt import render
+    from jev_shared.questions import prepare_question
+
+    client = openai_client(base_url, meter)
+    prep = prepare_question("route", Choice(instructions=INSTRUCTIONS, criteria=ROUTES), "logprobs")
+    by_letter = dict(zip(prep.labels, prep.keys))
+
+    def decide(text: str) -> str:
+        r = client.chat.completions.create(model=model, messages=render(prep, text), temperature=0, max_tokens=1,
+                                           logprobs=True, top_logprobs=20)
+        token = (r.choices[0].message.content or "").strip().upper().rstrip(".")
+        if token not in by_letter:
+            raise Unusable(f"sampled {token!r}")
+        return by_letter[token]
+
+    return Contender("bare one-token call", decide, "the sampled token alone; the latency floor")
+
+
+def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: str) -> Contender:
+    from langchain_core.runnables import RunnableLambda
+
+    from jev_langchain import JevRouter
+    from jev_shared import SystemOneClient
+
+    class Recording(SystemOneClient):
+        """Keeps the last response, to see its debug (no_signal, passes) without changing anything."""
+
+        last: Any = None
+
+        def system_one(self, *args: Any, **kwargs: Any) -> Any:
+            self.last = super().system_one(*args, **kwargs)
+            return self.last
+
+    client = Recording(openai_client(base_url, meter), model=model, method="logprobs", mode=mode, labels=labels)
+    router = JevRouter(client, {name: (desc, RunnableLambda(lambda _x, n=name: n)) for name, desc in ROUTES.items()},
+                       INSTRUCTIONS)
+
+    def decide(text: str) -> str:
+        route = router.invoke(text)
+        dbg = client.last.debug or {}
+        if dbg.get("no_signal"):
+            raise Unusable("no label in the logprob window")
+        return route
+
+    label = f"Jev router, {labels}" + (", mode=auto" if mode == "auto" else "")
+    return Contender(label, decide, f"JevRouter, method=logprobs, labels={labels}, mode={mode}")
+
+
+def langchain_structured(base_url: str, model: str, meter: Meter) -> Contender:
+    """LangChain's routing guide: structured output over a Literal of the route names, then a branch."""
+    from operator import itemgetter
+    from typing import Literal
+
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.runnables import RunnableLambda
+    from langchain_openai import ChatOpenAI
+    from typing_extensions import TypedDict
+
+    names = tuple(ROUTES)
+
+    # the guide's ``class RouteQuery(TypedDict): destination: Literal[...]``, built from the route names
+    RouteQuery = TypedDict("RouteQuery", {"destination": Literal[names]})  # type: ignore[misc,valid-type]  # noqa: UP013
+    RouteQuery.__doc__ = "Route the request to the team that should handle it."
+
+    llm = ChatOpenAI(model=model, base_url=base_url, api_key="local", temperature=0, http_client=http_client(meter))
+    system = (INSTRUCTIONS + " Route the user's request to one of these teams:\n"
+              + "\n".join(f"- {n}: {d}" for n, d in ROUTES.items()))
+    route_prompt = ChatPromptTemplate.from_messages([("system", system.replace("{", "{{").replace("}", "}}")),
+                                                     ("human", "{input}")])
+    route_chain = route_prompt | llm.with_structured_output(RouteQuery) | itemgetter("destination")
+    branches = {n: RunnableLambda(lambda _x, n=n: n) for n in names}
+    chain = {"destination": route_chain, "input": lambda x: x["input"]} | RunnableLambda(
+        lambda x: branches[x["destination"]])
+
+    def decide(text: str) -> str:
+        route = chain.invoke({"input": text})
+        if route not in ROUTES:
+            raise Unusable(f"destination {route!r}")
+        return route
+
+    return Contender("LangChain structured router", decide, "with_structured_output(Literal) | branch")
+
+
+def llamaindex_selector(base_url: str, model: str, meter: Meter) -> Contender:
+    from llama_index.core.selectors import LLMSingleSelector
+    from llama_index.core.tools import ToolMetadata
+    from llama_index.llms.openai_like import OpenAILike
+
+    llm = OpenAILike(model=model, api_base=base_url, api_key="local", is_chat_model=True, temperature=0.0,
+                     http_client=http_client(meter), max_retries=0)
+    selector = LLMSingleSelector.from_defaults(llm=llm)
+    tools = [ToolMetadata(name=n, description=f"{n}: {d}") for n, d in ROUTES.items()]
+    names = list(ROUTES)
+
+    def decide(text: str) -> str:
+        result = selector.select(tools, text)
+        index = result.selections[0].index if result.selections else -1
+        if not 0 <= index < len(names):
+            raise Unusable(f"index {index}")
+        return names[index]
+
+    return Contender("LlamaIndex LLMSingleSelector", decide, "OpenAILike(is_chat_model=True), select(tools, query)")
+
+
+def jevper_engine(base_url: str, model: str, meter: Meter) -> Contender:
+    import jevper
+
+    client = jevper.SystemOneClient(openai_client(base_url, meter), model=model, method="logprobs", temperature=0)
+    question = jevper.Choice(instructions=INSTRUCTIONS, criteria=ROUTES)
+
+    def decide(text: str) -> str:
+        return client.system_one(state=text, questions={"route": question}).answers["route"].choice
+
+    return Contender("jevper (peer engine)", decide, f"jevper {jevper.__version__}, method=logprobs, temperature=0")
+
+
+BUILDERS: dict[str, Callable[..., Contender]] = {
+    "bare": bare_call,
+    "jev-letters": lambda b, m, meter: jev_router(b, m, meter, labels="letters", mode="system1"),
+    "jev-names": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1"),
+    "jev-auto": lambda b, m, meter: jev_router(b, m, meter, labels="letters", mode="auto"),
+    "langchain": langchain_structured,
+    "llamaindex": llamaindex_selector,
+    "jevper": jevper_engine,
+}
+
+
+# -- running ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    item: str
+    label: str
+    answer: str | None
+    latency_ms: float
+    calls: int
+    output_tokens: int
+    error: str | None = None
+
+
+@dataclass
+class Tally:
+    key: str
+    name: str
+    note: str
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        n = len(self.outcomes)
+        lat = sorted(o.latency_ms for o in self.outcomes)
+        usable = [o for o in self.outcomes if o.error is None]
+        errors: dict[str, int] = {}
+        for o in self.outcomes:
+            if o.error:
+                kind = o.error.split(":", 1)[0]
+                errors[kind] = errors.get(kind, 0) + 1
+        return {
+            "key": self.key, "name": self.name, "note": self.note, "n": n,
+            "accuracy": sum(o.answer == o.label for o in self.outcomes) / n,
+            "accuracy_usable": (sum(o.answer == o.label for o in usable) / len(usable)) if usable else None,
+            "unusable": (n - len(usable)) / n,
+            "output_tokens": statistics.fmean(o.output_tokens for o in self.outcomes),
+            "output_tokens_p95": percentile(sorted(o.output_tokens for o in self.outcomes), 95),
+            "calls": statistics.fmean(o.calls for o in self.outcomes),
+            "p50_ms": percentile(lat, 50), "p95_ms": percentile(lat, 95), "mean_ms": statistics.fmean(lat),
+            "errors": errors,
+        }
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile of an already sorted list."""
+    if not sorted_values:
+        return float("nan")
+    rank = max(1, -(-len(sorted_values) * q // 100))
+    return float(sorted_values[int(rank) - 1])
+
+
+def load_items(quick: bool, limit: int | None) -> list[dict[str, str]]:
+    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    rows = rows[::5] if quick else rows
+    return rows[:limit] if limit else rows
+
+
+def run_one(contender: Contender, meter: Meter, item: dict[str, str]) -> Outcome:
+    calls0, out0 = meter.snapshot()
+    error = answer = None
+    start = time.perf_counter()
+    try:
+        answer = contender.decide(item["text"])
+    except Exception as exc:  # every failure is an unusable answer, counted by kind
+        error = f"{type(exc).__name__}: {str(exc)[:200]}"
+    latency = (time.perf_counter() - start) * 1000.0
+    calls1, out1 = meter.snapshot()
+    return Outcome(item["id"], item["label"], answer, latency, calls1 - calls0, out1 - out0, error)
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform(), "loadavg_start": list(os.getloadavg())}
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for dist in ("jev-integrations", "openai", "langchain-core", "langchain-openai", "llama-index-core",
+                 "llama-index-llms-openai-like", "jevper", "xllamacpp", "httpx"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "missing"
+    return out
+
+
+def run(model_key: str, keys: list[str], quick: bool, limit: int | None, warmup: int) -> dict[str, Any]:
+    from jev_shared.local import LocalServer
+
+    items = load_items(quick, limit)
+    info = {"model": MODELS[model_key], "items": len(items), "routes": len(ROUTES), "dataset": DATA.name,
+            "machine": machine(), "versions": versions(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    print(f"{info['model']}: {len(items)} items, {len(ROUTES)} routes; load {info['machine']['loadavg_start']}",
+          flush=True)
+    # one slot per contender (and a spare), so each keeps its own prompt prefix cached
+    with LocalServer(MODELS[model_key], n_ctx=4096, n_parallel=len(keys) + 1) as srv:
+        meters = {k: Meter() for k in keys}
+        contenders = {k: BUILDERS[k](srv.base_url, srv.model, meters[k]) for k in keys}
+        tallies = {k: Tally(k, c.name, c.note) for k, c in contenders.items()}
+        warm = load_items(False, None)[-warmup:] if warmup else []  # the last items, never in --quick's slice
+        for item in warm:
+            for k in keys:
+                run_one(contenders[k], meters[k], item)
+        started = time.perf_counter()
+        for i, item in enumerate(items):
+            order = keys[i % len(keys):] + keys[: i % len(keys)]  # rotate who goes first
+            for k in order:
+                tallies[k].outcomes.append(run_one(contenders[k], meters[k], item))
+            if (i + 1) % 10 == 0 or i + 1 == len(items):
+                print(f"  {i + 1}/{len(items)} items, {time.perf_counter() - started:.0f} s", flush=True)
+        info["wall_s"] = time.perf_counter() - started
+        info["paths"] = {k: m.paths for k, m in meters.items()}
+    info["machine"]["loadavg_end"] = list(os.getloadavg())
+    info["results"] = [t.summary() for t in tallies.values()]
+    info["outcomes"] = {k: [asdict(o) for o in t.outcomes] for k, t in tallies.items()}
+    return info
+
+
+# -- reporting --------------------------------------------------------------------------------------
+
+
+def table(result: dict[str, Any]) -> str:
+    rows = result["results"]
+    bare = next((r for r in rows if r["key"] == "bare"), None)
+    head = ("| router | accuracy | unusable | output tokens / decision | provider calls / decision | p50 | p95 |"
+            + (" p50 / bare call |" if bare else ""))
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        cells = [r["name"], f"{r['accuracy']:.1%}", f"{r['unusable']:.1%}", f"{r['output_tokens']:.1f}",
+                 f"{r['calls']:.2f}", f"{r['p50_ms']:.0f} ms", f"{r['p95_ms']:.0f} ms"]
+        if bare:
+            cells.append(f"{r['p50_ms'] / bare['p50_ms']:.2f}×")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def errors_line(result: dict[str, Any]) -> str:
+    parts = []
+    for r in result["results"]:
+        if r["errors"]:
+            kinds = ", ".join(f"{k} ×{v}" for k, v in sorted(r["errors"].items(), key=lambda kv: -kv[1]))
+            parts.append(f"{r['name']}: {kinds}")
+    return "Unusable answers by kind: " + ("; ".join(parts) if parts else "none") + "."
+
+
+def context_line(result: dict[str, Any]) -> str:
+    m, v = result["machine"], result["versions"]
+    load = f"load average {m['loadavg_start'][0]:.2f} at start, {m['loadavg_end'][0]:.2f} at end"
+    vers = ", ".join(f"{k} {val}" for k, val in v.items())
+    return (f"{result['items']} items, {result['routes']} routes, {result['started']}, {m['cpu']} ({m['cores']} cores), "
+            f"Python {m['python']}, {load}, {result['wall_s'] / 60:.1f} min. Versions: {vers}.")
+
+
+def render_section(result: dict[str, Any]) -> str:
+    return "\n\n".join([table(result), errors_line(result), context_line(result)])
+
+
+def replace_section(text: str, key: str, body: str) -> str:
+    start, end = f"<!-- bench:{key}:start -->", f"<!-- bench:{key}:end -->"
+    if start not in text:
+        raise SystemExit(f"{DOC} has no {start} marker")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{body}\n{end}{tail}"
+
+
+def chart(results: list[dict[str, Any]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = [("accuracy", "accuracy", 100, "%"), ("unusable", "unusable answers", 100, "%"),
+               ("output_tokens", "output tokens / decision", 1, ""), ("p50_ms", "p50 latency", 1, " ms")]
+    fig, axes = plt.subplots(len(results), len(metrics), figsize=(4.2 * len(metrics), 3.4 * len(results)),
+                             squeeze=False)
+    for row, result in zip(axes, results):
+        names = [r["name"] for r in result["results"]]
+        colors = ["#888888" if r["key"] == "bare" else "#2b6cb0" if r["key"].startswith("jev-") else "#dd8452"
+                  for r in result["results"]]
+        for ax, (key, title, scale, unit) in zip(row, metrics):
+            values = [r[key] * scale for r in result["results"]]
+            ax.barh(range(len(names)), values, color=colors)
+            ax.set_yticks(range(len(names)))
+            ax.set_yticklabels(names if ax is row[0] else [""] * len(names), fontsize=8)
+            ax.invert_yaxis()
+            ax.set_title(f"{result['model']}: {title}", fontsize=9)
+            for y, val in enumerate(values):
+                ax.text(val, y, f" {val:.0f}{unit}" if scale == 100 or key == "p50_ms" else f" {val:.1f}",
+                        va="center", fontsize=7)
+            ax.margins(x=0.25)
+    fig.tight_layout()
+    fig.savefig(CHART, dpi=110)
+    print(f"wrote {CHART.relative_to(ROOT)}")
+
+
+def render_docs() -> None:
+    results = []
+    text = DOC.read_text()
+    for key, model in MODELS.items():
+        path = DOCS / f"benchmarks-{key}.json"
+        if path.exists():
+            result = json.loads(path.read_text())
+            results.append(result)
+            text = replace_section(text, key, render_section(result))
+    DOC.write_text(text)
+    print(f"wrote {DOC.relative_to(ROOT)}")
+    if results:
+        chart(results)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=sorted(MODELS), default="smollm2")
+    parser.add_argument("--quick", action="store_true", help="every 5th item (24); print only, write nothing")
+    parser.add_argument("--limit", type=int, default=None, help="at most this many items")
+    parser.add_argument("--only", default=",".join(BUILDERS), help=f"contenders, comma-separated: {','.join(BUILDERS)}")
+    parser.add_argument("--warmup", type=int, default=2, help="unscored items run first by every contender")
+    parser.add_argument("--render", action="store_true", help="only redraw docs from the saved JSON results")
+    parser.add_argument("--no-write", action="store_true", help="print the table, write nothing")
+    args = parser.parse_args()
+    if args.render:
+        render_docs()
+        return
+    keys = [k.strip() for k in args.only.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in BUILDERS]
+    if unknown:
+        parser.error(f"unknown contenders {unknown}; choose from {list(BUILDERS)}")
+    result = run(args.model, keys, args.quick, args.limit, args.warmup)
+    print()
+    print(render_section(result))
+    if args.quick or args.no_write or args.limit:
+        return
+    out = DOCS / f"benchmarks-{args.model}.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
+    render_docs()
+
+
+if __name__ == "__main__":
+    main()
