@@ -367,7 +367,8 @@ def versions() -> dict[str, str]:
     return out
 
 
-def run(model_key: str, keys: list[str], quick: bool, limit: int | None, warmup: int) -> dict[str, Any]:
+def run(model_key: str, keys: list[str], quick: bool, limit: int | None, warmup: int,
+        verbose: bool = False) -> dict[str, Any]:
     from jev_shared.local import LocalServer
 
     items = load_items(quick, limit)
@@ -388,7 +389,11 @@ def run(model_key: str, keys: list[str], quick: bool, limit: int | None, warmup:
         for i, item in enumerate(items):
             order = keys[i % len(keys):] + keys[: i % len(keys)]  # rotate who goes first
             for k in order:
-                tallies[k].outcomes.append(run_one(contenders[k], meters[k], item))
+                outcome = run_one(contenders[k], meters[k], item)
+                tallies[k].outcomes.append(outcome)
+                if verbose:
+                    print(f"    {k:<12} {outcome.label:<10} -> {outcome.answer!s:<10} {outcome.latency_ms:7.0f} ms "
+                          f"{outcome.calls} calls {outcome.output_tokens} tok {outcome.error or ''}", flush=True)
             if (i + 1) % 10 == 0 or i + 1 == len(items):
                 print(f"  {i + 1}/{len(items)} items, {time.perf_counter() - started:.0f} s", flush=True)
         info["wall_s"] = time.perf_counter() - started
@@ -501,6 +506,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2, help="unscored items run first by every contender")
     parser.add_argument("--render", action="store_true", help="only redraw docs from the saved JSON results")
     parser.add_argument("--no-write", action="store_true", help="print the table, write nothing")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every decision")
     args = parser.parse_args()
     if args.render:
         render_docs()
@@ -509,7 +515,7 @@ def main() -> None:
     unknown = [k for k in keys if k not in BUILDERS]
     if unknown:
         parser.error(f"unknown contenders {unknown}; choose from {list(BUILDERS)}")
-    result = run(args.model, keys, args.quick, args.limit, args.warmup)
+    result = run(args.model, keys, args.quick, args.limit, args.warmup, args.verbose)
     print()
     print(render_section(result))
     if args.quick or args.no_write or args.limit:

@@ -137,19 +137,22 @@ def run_setting(client: SystemOneClient, model: str, labels: str, shots: int, it
     return results
 
 
-def held_out(results: Sequence[Result]) -> tuple[list[Record], list[Record]]:
-    """(uncalibrated, calibrated) records, each calibrated by a fit on the *other* half of its question."""
+def held_out(results: Sequence[Result], bias: bool = False) -> tuple[list[Record], list[Record]]:
+    """(uncalibrated, calibrated) records, each calibrated by a fit on the *other* half of its question.
+
+    The halves alternate within each (question, true answer), so both hold every class.
+    """
     ok = [r for r in results if r.error is None]
     halves: list[list[int]] = [[], []]
-    seen: dict[str, int] = {}
+    seen: dict[tuple[str, str], int] = {}
     for i, r in enumerate(ok):
-        n = seen.get(r.question, 0)
-        seen[r.question] = n + 1
-        halves[n % 2].append(i)  # alternate within each question; the data interleaves classes
+        n = seen.get((r.question, r.label), 0)
+        seen[(r.question, r.label)] = n + 1
+        halves[n % 2].append(i)
     before = [r.record() for r in ok]
     after: list[Record | None] = [None] * len(ok)
     for k in (0, 1):
-        cal = Calibrator.fit([before[i] for i in halves[1 - k]], min_records=15)
+        cal = Calibrator.fit([before[i] for i in halves[1 - k]], bias=bias, min_records=15)
         for i, rec in zip(halves[k], cal.calibrate([before[i] for i in halves[k]])):
             after[i] = rec
     return before, [a for a in after if a is not None]
@@ -160,43 +163,46 @@ class Row:
     model: str
     labels: str
     shots: int
-    accuracy: dict[str, float]
-    overall: float
+    #: Per question: (accuracy as answered, accuracy after held-out offsets + temperature).
+    accuracy: dict[str, tuple[float, float]]
+    overall: tuple[float, float]
     ece_before: float
-    ece_after: float
-    brier_before: float
-    brier_after: float
+    ece_t: float
+    ece_tb: float
     p50_ms: float
     errors: int
     fell_back: int
 
 
+def _accuracy(recs: Sequence[Record], n_all: int) -> float:
+    return metrics(recs).accuracy * len(recs) / n_all if n_all else float("nan")  # an error counts as a miss
+
+
 def summarise(results: Sequence[Result]) -> Row:
     r0 = results[0]
-    before, after = held_out(results)
+    before, after_t = held_out(results)
+    _, after_tb = held_out(results, bias=True)
     acc = {}
     for qid in QUESTIONS:
-        mine = [r for r in results if r.question == qid]
-        recs = [r.record() for r in mine if r.error is None]
-        acc[qid] = metrics(recs).accuracy * len(recs) / len(mine) if mine else float("nan")  # an error is a miss
-    mb, ma = metrics(before), metrics(after)
+        n_all = sum(r.question == qid for r in results)
+        acc[qid] = (_accuracy([r for r in before if r.question_id == qid], n_all),
+                    _accuracy([r for r in after_tb if r.question_id == qid], n_all))
     lat = [r.latency_ms for r in results if r.error is None]
-    overall = mb.accuracy * mb.n / len(results)  # an error is a miss
-    return Row(r0.model, r0.labels, r0.shots, acc, overall, mb.ece, ma.ece, mb.brier, ma.brier,
-               statistics.median(lat) if lat else float("nan"),
-               sum(r.error is not None for r in results),
+    return Row(r0.model, r0.labels, r0.shots, acc,
+               (_accuracy(before, len(results)), _accuracy(after_tb, len(results))),
+               metrics(before).ece, metrics(after_t).ece, metrics(after_tb).ece,
+               statistics.median(lat) if lat else float("nan"), sum(r.error is not None for r in results),
                sum(r.used == "letters" for r in results if r.labels == "names"))
 
 
 def table(rows: Sequence[Row]) -> str:
-    head = ["model", "readout", "examples", *QUESTIONS, "all", "ECE before", "ECE after (held-out)",
-            "Brier before → after", "p50 latency"]
+    head = ["model", "readout", "examples", *QUESTIONS, "all", "ECE as answered", "ECE, T (held-out)",
+            "ECE, T + offsets (held-out)", "p50 latency"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         readout = r.labels + (f" ({r.fell_back} fell back to letters)" if r.fell_back else "")
-        cells = [r.model, readout, str(r.shots), *(f"{r.accuracy[q]:.0%}" for q in QUESTIONS), f"{r.overall:.0%}",
-                 f"{r.ece_before:.3f}", f"{r.ece_after:.3f}", f"{r.brier_before:.3f} → {r.brier_after:.3f}",
-                 f"{r.p50_ms / 1000:.2f} s"]
+        cells = [r.model, readout, str(r.shots), *(f"{a:.0%} → {b:.0%}" for a, b in (*r.accuracy.values(), r.overall)),
+                 f"{r.ece_before:.3f}", f"{r.ece_t:.3f}", f"{r.ece_tb:.3f}", f"{r.p50_ms / 1000:.2f} s"]
         if r.errors:
             cells[-1] += f" ({r.errors} errors)"
         lines.append("| " + " | ".join(cells) + " |")
@@ -213,11 +219,12 @@ def reliability_png(groups: dict[str, Sequence[Result]], path: Path) -> bool:
     except ImportError:
         print("matplotlib is not installed: no reliability diagram", file=sys.stderr)
         return False
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), sharey=True)
-    for ax, title, which in ((axes[0], "before calibration", 0), (axes[1], "after (held-out halves)", 1)):
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.8), sharey=True)
+    panels = (("as answered", False, 0), ("temperature (held-out)", False, 1), ("temperature + offsets (held-out)", True, 1))
+    for ax, (title, bias, which) in zip(axes, panels):
         ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--")
         for name, results in groups.items():
-            recs = held_out(results)[which]
+            recs = held_out(results, bias)[which]
             xs, ys, ns = _bins(recs)
             line, = ax.plot(xs, ys, marker="o", ms=3, lw=1.2, label=f"{name} (ECE {metrics(recs).ece:.3f})")
             ax.scatter(xs, ys, s=[8 + 120 * n / len(recs) for n in ns], color=line.get_color(), alpha=0.5)
@@ -258,12 +265,13 @@ def render(results: Sequence[Result], meta: dict[str, Any], png: Path | None) ->
     rows = [summarise(rs) for rs in settings.values()]
     out = [f"Measured {meta['date']} on {meta['machine']}; {meta['n_items']} items; "
            f"{meta['wall_s'] / 60:.1f} min for the grid; load average at start {meta['load']}.", "", table(rows)]
-    best = max(rows, key=lambda r: (r.model == DEMO_MODEL, r.overall))
+    best = max(rows, key=lambda r: (r.model == DEMO_MODEL, r.overall[1]))
     best_results = settings[(best.model, best.labels, best.shots)]
-    cal = Calibrator.fit([r.record() for r in best_results if r.error is None], min_records=15)
+    cal = Calibrator.fit([r.record() for r in best_results if r.error is None], bias=True, min_records=15)
     out += ["", f"Calibration of `{best.model}`, `labels=\"{best.labels}\"`, {best.shots} examples, fitted on all "
-            "its items (temperatures and the lowest gate on the calibrated top probability reaching "
-            f"{cal.target:.0%} selective accuracy):", "", cal.report().markdown()]
+            "its items (temperature and per-option offsets, and the lowest gate on the calibrated top "
+            f"probability reaching {cal.target:.0%} selective accuracy; in-sample, so the ECE here is optimistic):",
+            "", cal.report().markdown()]
     if png is not None:
         groups = {f"{m} {lab} {k}-shot": rs for (m, lab, k), rs in settings.items() if m == best.model}
         if reliability_png(groups, png):
@@ -290,13 +298,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the server's)")
     ap.add_argument("--out", type=Path, default=None, help="markdown file to update (full run: docs/quality.md)")
     ap.add_argument("--raw", type=Path, default=None, help="save every decision as JSON here")
-    ap.add_argument("--from-raw", type=Path, default=None, help="render a saved run instead of running")
+    ap.add_argument("--from-raw", type=Path, nargs="+", default=None, help="render saved runs instead of running")
     args = ap.parse_args(argv)
     out = args.out or (None if args.quick or args.from_raw else ROOT / "docs" / "quality.md")
 
     if args.from_raw:
-        saved = json.loads(args.from_raw.read_text())
-        results, meta = [Result(**r) for r in saved["results"]], saved["meta"]
+        saved = [json.loads(p.read_text()) for p in args.from_raw]
+        results = [Result(**r) for sv in saved for r in sv["results"]]
+        meta = {**saved[0]["meta"], "wall_s": sum(sv["meta"]["wall_s"] for sv in saved),
+                "load": ", ".join(str(sv["meta"]["load"]) for sv in saved)}
     else:
         results, meta = collect(args)
         if args.raw:

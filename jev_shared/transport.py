@@ -9,6 +9,7 @@ Anything else becomes a :class:`ProviderError` carrying the status code and the 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -47,9 +48,12 @@ class Reply:
 
 
 def to_dict(obj: Any) -> dict[str, Any]:
-    """SDK objects (pydantic), mappings, and plain objects → dict."""
+    """SDK objects (pydantic), raw SDK responses, mappings, and plain objects → dict."""
     if obj is None:
         return {}
+    http = getattr(obj, "http_response", None)
+    if http is not None:  # a with_raw_response reply: read the JSON body as sent
+        return json.loads(http.content)
     if isinstance(obj, Mapping):
         return dict(obj)
     dump = getattr(obj, "model_dump", None)
@@ -142,9 +146,12 @@ def resolve(client: Any, surface: str):
     if surface == "systemone":  # a plain POST through the client, so its base URL and key apply
         return lambda path, body: client.post(path, body=body, cast_to=object)
     obj = client
-    for part in SURFACE_PATHS[surface]:
+    for part in SURFACE_PATHS[surface][:-1]:
         obj = getattr(obj, part)
-    return obj
+    # the openai SDK's raw-response twin skips building pydantic models we would only dump again
+    raw = getattr(obj, "with_raw_response", None)
+    create = getattr(raw, "create", None) if raw is not None else None
+    return create if callable(create) else getattr(obj, SURFACE_PATHS[surface][-1])
 
 
 SURFACE_PATHS = {

@@ -12,6 +12,7 @@ from jev_shared.calibration import (
     Calibrator,
     Record,
     fit_temperature,
+    fit_temperature_bias,
     metrics,
     records_from,
     temper,
@@ -160,6 +161,50 @@ def test_save_and_load_round_trip(tmp_path):
     assert again.report().markdown() == cal.report().markdown()
     with pytest.raises(ValueError, match="not a calibration file"):
         Calibrator.from_dict({"temperatures": {}})
+
+
+def leaning(n: int, *, lean: float, seed: int, qid: str = "team") -> list[Record]:
+    """Records whose reported probabilities lean towards the first option by ``lean`` nats."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        logits = [rng.gauss(0.0, 2.0) for _ in KEYS]
+        label = rng.choices(KEYS, weights=temper([math.exp(z) for z in logits], 1.0))[0]
+        reported = temper([math.exp(z + (lean if i == 0 else 0.0)) for i, z in enumerate(logits)], 1.0)
+        out.append(Record(dict(zip(KEYS, reported)), label, qid))
+    return out
+
+
+def test_offsets_undo_a_lean_to_one_option_and_raise_accuracy():
+    temp, offsets = fit_temperature_bias(leaning(600, lean=3.0, seed=8))
+    assert 0.8 < temp < 1.25
+    assert offsets["billing"] == 0.0
+    assert all(2.0 < offsets[k] < 4.0 for k in KEYS[1:])  # the others are lifted by about the lean
+    cal = Calibrator.fit(leaning(600, lean=3.0, seed=8), bias=True)
+    report = cal.evaluate(leaning(600, lean=3.0, seed=9))
+    assert report.overall.after.accuracy > report.overall.before.accuracy + 0.1
+    assert report.overall.after.ece < report.overall.before.ece
+    plain = Calibrator.fit(leaning(600, lean=3.0, seed=8)).evaluate(leaning(600, lean=3.0, seed=9))
+    assert plain.overall.after.accuracy == plain.overall.before.accuracy  # a temperature alone cannot help
+    answer = ChoiceAnswer(choice="billing", probabilities={"billing": 0.6, "technical": 0.3, "account": 0.05,
+                                                           "shipping": 0.05}, confidence=0.47)
+    assert cal.apply(answer, "team").choice == "technical"  # the offsets may change the answer
+
+
+def test_offsets_on_yes_no_are_platt_scaling():
+    # a model that says "no" too readily: P(true) is 0.3 for true statements and 0.1 for false ones
+    records = [Record({"true": 0.3, "false": 0.7}, "true", "ok")] * 40 + [Record({"true": 0.1, "false": 0.9}, "false", "ok")] * 40
+    cal = Calibrator.fit(records, bias=True)
+    assert cal.evaluate(records).overall.after.accuracy == 1.0
+    assert cal.apply(NoulAnswer(noul=0.3), "ok").noul > 0.5 > cal.apply(NoulAnswer(noul=0.1), "ok").noul
+    again = Calibrator.from_dict(cal.to_dict())
+    assert again.biases == cal.biases
+    assert again.apply(NoulAnswer(noul=0.3), "ok") == cal.apply(NoulAnswer(noul=0.3), "ok")
+
+
+def test_offsets_need_one_question():
+    with pytest.raises(ValueError, match="one question"):
+        fit_temperature_bias([Record({"a": 0.5, "b": 0.5}, "a"), Record({"x": 0.5, "y": 0.5}, "x")])
 
 
 def test_fit_needs_records():
