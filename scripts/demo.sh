@@ -2,5 +2,5 @@
 # The main job: decide a handful of support tickets. Sets itself up on first run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh .venv dev,local,langchain
+source scripts/env.sh .venv dev,local,qwen,langchain
 exec python examples/quickstart.py "$@"
