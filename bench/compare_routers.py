@@ -60,6 +60,8 @@ DOCS = ROOT / "docs"
 DOC = DOCS / "benchmarks.md"
 CHART = DOCS / "benchmarks.png"
 MODELS = {"smollm2": "smollm2-135m", "qwen": "qwen2.5-coder-0.5b"}
+#: Context per server slot: every prompt here fits in a fifth of it; a reply that runs on is cut at the rest.
+N_CTX = 2048
 
 INSTRUCTIONS = "Which internal team should handle this employee request?"
 ROUTES = {
@@ -74,6 +76,10 @@ ROUTES = {
                   "repairs, parking, building access badges",
     "travel": "business travel: flights, trains, hotels, rental cars, visas, travel policy and bookings",
 }
+
+#: Unscored requests every contender sends first (not in the data set).
+WARMUP = ["Who do I talk to about a broken chair in my office?", "Where do I find the holiday calendar for 2027?",
+          "My new laptop battery drains in two hours."]
 
 
 # -- counting every HTTP exchange ------------------------------------------------------------------
@@ -235,7 +241,7 @@ def llamaindex_selector(base_url: str, model: str, meter: Meter) -> Contender:
     from llama_index.llms.openai_like import OpenAILike
 
     llm = OpenAILike(model=model, api_base=base_url, api_key="local", is_chat_model=True, temperature=0.0,
-                     http_client=http_client(meter), max_retries=0)
+                     http_client=http_client(meter), timeout=300.0)
     selector = LLMSingleSelector.from_defaults(llm=llm)
     tools = [ToolMetadata(name=n, description=f"{n}: {d}") for n, d in ROUTES.items()]
     names = list(ROUTES)
@@ -368,7 +374,7 @@ def versions() -> dict[str, str]:
 
 
 def run(model_key: str, keys: list[str], quick: bool, limit: int | None, warmup: int,
-        verbose: bool = False) -> dict[str, Any]:
+        verbose: bool = False, threads: int | None = None) -> dict[str, Any]:
     from jev_shared.local import LocalServer
 
     items = load_items(quick, limit)
@@ -377,12 +383,13 @@ def run(model_key: str, keys: list[str], quick: bool, limit: int | None, warmup:
     print(f"{info['model']}: {len(items)} items, {len(ROUTES)} routes; load {info['machine']['loadavg_start']}",
           flush=True)
     # one slot per contender (and a spare), so each keeps its own prompt prefix cached
-    with LocalServer(MODELS[model_key], n_ctx=4096, n_parallel=len(keys) + 1) as srv:
+    with LocalServer(MODELS[model_key], n_ctx=N_CTX, n_parallel=len(keys) + 1, n_threads=threads) as srv:
+        info["server"] = {"n_threads": srv.n_threads, "n_parallel": srv.n_parallel, "n_ctx_per_slot": srv.n_ctx}
         meters = {k: Meter() for k in keys}
         contenders = {k: BUILDERS[k](srv.base_url, srv.model, meters[k]) for k in keys}
         tallies = {k: Tally(k, c.name, c.note) for k, c in contenders.items()}
-        warm = load_items(False, None)[-warmup:] if warmup else []  # the last items, never in --quick's slice
-        for item in warm:
+        for text in WARMUP[:warmup]:  # connections, api=auto discovery, each slot's cached prefix
+            item = {"id": "warmup", "text": text, "label": ""}
             for k in keys:
                 run_one(contenders[k], meters[k], item)
         started = time.perf_counter()
@@ -485,7 +492,7 @@ def chart(results: list[dict[str, Any]]) -> None:
 def render_docs() -> None:
     results = []
     text = DOC.read_text()
-    for key, model in MODELS.items():
+    for key in MODELS:
         path = DOCS / f"benchmarks-{key}.json"
         if path.exists():
             result = json.loads(path.read_text())
@@ -503,9 +510,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="every 5th item (24); print only, write nothing")
     parser.add_argument("--limit", type=int, default=None, help="at most this many items")
     parser.add_argument("--only", default=",".join(BUILDERS), help=f"contenders, comma-separated: {','.join(BUILDERS)}")
-    parser.add_argument("--warmup", type=int, default=2, help="unscored items run first by every contender")
+    parser.add_argument("--warmup", type=int, default=2, help=f"unscored requests each contender sends first (0-{len(WARMUP)})")
     parser.add_argument("--render", action="store_true", help="only redraw docs from the saved JSON results")
     parser.add_argument("--no-write", action="store_true", help="print the table, write nothing")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="llama.cpp threads (default: the server's, min(4, cores)); 1 is steadier on a busy machine")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every decision")
     args = parser.parse_args()
     if args.render:
@@ -515,7 +524,7 @@ def main() -> None:
     unknown = [k for k in keys if k not in BUILDERS]
     if unknown:
         parser.error(f"unknown contenders {unknown}; choose from {list(BUILDERS)}")
-    result = run(args.model, keys, args.quick, args.limit, args.warmup, args.verbose)
+    result = run(args.model, keys, args.quick, args.limit, args.warmup, args.verbose, args.threads)
     print()
     print(render_section(result))
     if args.quick or args.no_write or args.limit:

@@ -235,7 +235,7 @@ def reliability_png(groups: dict[str, Sequence[Result]], path: Path) -> bool:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
     axes[0].set_ylabel("accuracy")
-    fig.suptitle("Reliability (all questions pooled; marker area ∝ answers in the bin)", fontsize=10)
+    fig.suptitle("Reliability (all questions pooled; bins of 3+ answers; marker area ∝ answers in the bin)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -251,7 +251,7 @@ def _bins(recs: Sequence[Record], bins: int = 10) -> tuple[list[float], list[flo
             top = max(range(len(probs)), key=lambda i: (probs[i], -i))
             if min(int(probs[top] * bins), bins - 1) == b:
                 sel.append((probs[top], keys[top] == r.label))
-        if sel:
+        if len(sel) >= 3:  # a bin of one or two answers is noise
             xs.append(sum(c for c, _ in sel) / len(sel))
             ys.append(sum(h for _, h in sel) / len(sel))
             ns.append(len(sel))

@@ -302,7 +302,8 @@ class Report:
         for name, c in [*self.per_question.items(), ("all", self.overall)]:
             gate = "—" if c.threshold is None else f"{c.threshold:.2f}"
             offsets = ", ".join(f"{k} {v:+.1f}" for k, v in (c.bias or {}).items()) or "—"
-            rows.append(f"| {name} | {c.before.n} | {c.temperature:.2f} | {offsets} | "
+            temp = f"{c.temperature:.2f}" + (" (fallback)" if name == "all" else "")
+            rows.append(f"| {name} | {c.before.n} | {temp} | {offsets} | "
                         f"{c.before.accuracy:.0%} → {c.after.accuracy:.0%} | {c.before.ece:.3f} → {c.after.ece:.3f} | "
                         f"{c.before.brier:.3f} → {c.after.brier:.3f} | {gate} |")
         return "\n".join(rows)
