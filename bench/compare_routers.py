@@ -2,8 +2,10 @@
 
 One process, one real server, one labelled routing set (``bench/data/routing_compare.jsonl``: 120
 internal-helpdesk requests, six routes, 20 each). Every contender routes every item, one decision
-at a time; the order of the contenders is rotated from item to item, and the server keeps one slot
-per contender, so each reuses its own cached prompt prefix and drifts in machine load spread evenly.
+at a time. The items go in ten blocks; each contender routes a block in a row (as a deployed router
+serves one prompt over and over, so its prompt prefix stays in the server's cache), after one
+unscored request that puts its prefix there; who goes first rotates from block to block, so drifts
+in machine load spread over everyone.
 
 Contenders (all at temperature 0, all given the same route names and descriptions):
 
@@ -26,7 +28,7 @@ Every HTTP exchange goes through one counting transport, so provider calls and o
 
     python bench/compare_routers.py                    # SmolLM2-135M, all 120 items (a few minutes)
     python bench/compare_routers.py --model qwen       # Qwen2.5-Coder-0.5B (slower: ~20-30 min on 2 cores)
-    python bench/compare_routers.py --quick            # every 5th item; prints, writes nothing
+    python bench/compare_routers.py --quick            # the first 24 items; prints, writes nothing
     python bench/compare_routers.py --render           # redraw docs/benchmarks.md tables + chart from the JSON
 
 Writes ``docs/benchmarks-<model>.json``, the tables in ``docs/benchmarks.md`` (between markers)
@@ -56,12 +58,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 DATA = ROOT / "bench" / "data" / "routing_compare.jsonl"
+EXAMPLES = ROOT / "bench" / "data" / "routing_compare_examples.jsonl"
 DOCS = ROOT / "docs"
 DOC = DOCS / "benchmarks.md"
 CHART = DOCS / "benchmarks.png"
 MODELS = {"smollm2": "smollm2-135m", "qwen": "qwen2.5-coder-0.5b"}
-#: Context per server slot: every prompt here fits in a fifth of it; a reply that runs on is cut at the rest.
+#: Context per server slot: every prompt here fits in a fifth of it.
 N_CTX = 2048
+#: The output cap given to the contenders that generate text (none sends one by default): a routing
+#: answer takes well under 100 tokens, so only a reply that runs on is cut. It shortens their worst
+#: latencies (without it a small model can run on to the end of the context), never their accuracy.
+GEN_CAP = 256
 
 INSTRUCTIONS = "Which internal team should handle this employee request?"
 ROUTES = {
@@ -170,7 +177,15 @@ def bare_call(base_url: str, model: str, meter: Meter) -> Contender:
     return Contender("bare one-token call", decide, "the sampled token alone; the latency floor")
 
 
-def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: str) -> Contender:
+def load_examples() -> list[Any]:
+    """One worked example per route, kept apart from the scored items."""
+    from jev_shared import Example
+
+    rows = [json.loads(line) for line in EXAMPLES.read_text().splitlines() if line.strip()]
+    return [Example(state=r["text"], answer=r["label"]) for r in rows]
+
+
+def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: str, shots: bool = False) -> Contender:
     from langchain_core.runnables import RunnableLambda
 
     from jev_langchain import JevRouter
@@ -187,7 +202,7 @@ def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: st
 
     client = Recording(openai_client(base_url, meter), model=model, method="logprobs", mode=mode, labels=labels)
     router = JevRouter(client, {name: (desc, RunnableLambda(lambda _x, n=name: n)) for name, desc in ROUTES.items()},
-                       INSTRUCTIONS)
+                       INSTRUCTIONS, examples=load_examples() if shots else None)
 
     def decide(text: str) -> str:
         route = router.invoke(text)
@@ -196,8 +211,9 @@ def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: st
             raise Unusable("no label in the logprob window")
         return route
 
-    label = f"Jev router, {labels}" + (", mode=auto" if mode == "auto" else "")
-    return Contender(label, decide, f"JevRouter, method=logprobs, labels={labels}, mode={mode}")
+    label = f"Jev router, {labels}" + (", mode=auto" if mode == "auto" else "") + (", 6 examples" if shots else "")
+    return Contender(label, decide, f"JevRouter, method=logprobs, labels={labels}, mode={mode}, "
+                                    f"examples={len(load_examples()) if shots else 0}")
 
 
 def langchain_structured(base_url: str, model: str, meter: Meter) -> Contender:
@@ -216,7 +232,8 @@ def langchain_structured(base_url: str, model: str, meter: Meter) -> Contender:
     RouteQuery = TypedDict("RouteQuery", {"destination": Literal[names]})  # type: ignore[misc,valid-type]  # noqa: UP013
     RouteQuery.__doc__ = "Route the request to the team that should handle it."
 
-    llm = ChatOpenAI(model=model, base_url=base_url, api_key="local", temperature=0, http_client=http_client(meter))
+    llm = ChatOpenAI(model=model, base_url=base_url, api_key="local", temperature=0, max_tokens=GEN_CAP,
+                     http_client=http_client(meter))
     system = (INSTRUCTIONS + " Route the user's request to one of these teams:\n"
               + "\n".join(f"- {n}: {d}" for n, d in ROUTES.items()))
     route_prompt = ChatPromptTemplate.from_messages([("system", system.replace("{", "{{").replace("}", "}}")),
@@ -241,7 +258,7 @@ def llamaindex_selector(base_url: str, model: str, meter: Meter) -> Contender:
     from llama_index.llms.openai_like import OpenAILike
 
     llm = OpenAILike(model=model, api_base=base_url, api_key="local", is_chat_model=True, temperature=0.0,
-                     http_client=http_client(meter), timeout=300.0)
+                     max_tokens=GEN_CAP, http_client=http_client(meter), timeout=300.0)
     selector = LLMSingleSelector.from_defaults(llm=llm)
     tools = [ToolMetadata(name=n, description=f"{n}: {d}") for n, d in ROUTES.items()]
     names = list(ROUTES)
@@ -259,7 +276,8 @@ def llamaindex_selector(base_url: str, model: str, meter: Meter) -> Contender:
 def jevper_engine(base_url: str, model: str, meter: Meter) -> Contender:
     import jevper
 
-    client = jevper.SystemOneClient(openai_client(base_url, meter), model=model, method="logprobs", temperature=0)
+    client = jevper.SystemOneClient(openai_client(base_url, meter), model=model, method="logprobs", temperature=0,
+                                    extra_body={"max_tokens": GEN_CAP})
     question = jevper.Choice(instructions=INSTRUCTIONS, criteria=ROUTES)
 
     def decide(text: str) -> str:
@@ -273,10 +291,16 @@ BUILDERS: dict[str, Callable[..., Contender]] = {
     "jev-letters": lambda b, m, meter: jev_router(b, m, meter, labels="letters", mode="system1"),
     "jev-names": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1"),
     "jev-auto": lambda b, m, meter: jev_router(b, m, meter, labels="letters", mode="auto"),
+    # not in the default set: the others get no examples, so these rows are not like for like
+    "jev-letters-shots": lambda b, m, meter: jev_router(b, m, meter, labels="letters", mode="system1", shots=True),
+    "jev-names-shots": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1", shots=True),
     "langchain": langchain_structured,
     "llamaindex": llamaindex_selector,
     "jevper": jevper_engine,
 }
+
+
+DEFAULT = ["bare", "jev-letters", "jev-names", "jev-auto", "langchain", "llamaindex", "jevper"]
 
 
 # -- running ----------------------------------------------------------------------------------------
@@ -330,9 +354,9 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return float(sorted_values[int(rank) - 1])
 
 
-def load_items(quick: bool, limit: int | None) -> list[dict[str, str]]:
+def load_items(limit: int | None) -> list[dict[str, str]]:
+    """The first ``limit`` items: the file cycles through the six routes, so a multiple of 6 is balanced."""
     rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
-    rows = rows[::5] if quick else rows
     return rows[:limit] if limit else rows
 
 
@@ -373,36 +397,38 @@ def versions() -> dict[str, str]:
     return out
 
 
-def run(model_key: str, keys: list[str], quick: bool, limit: int | None, warmup: int,
+def run(model_key: str, keys: list[str], limit: int | None, warmup: int,
         verbose: bool = False, threads: int | None = None) -> dict[str, Any]:
     from jev_shared.local import LocalServer
 
-    items = load_items(quick, limit)
+    items = load_items(limit)
     info = {"model": MODELS[model_key], "items": len(items), "routes": len(ROUTES), "dataset": DATA.name,
             "machine": machine(), "versions": versions(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     print(f"{info['model']}: {len(items)} items, {len(ROUTES)} routes; load {info['machine']['loadavg_start']}",
           flush=True)
-    # one slot per contender (and a spare), so each keeps its own prompt prefix cached
-    with LocalServer(MODELS[model_key], n_ctx=N_CTX, n_parallel=len(keys) + 1, n_threads=threads) as srv:
+    with LocalServer(MODELS[model_key], n_ctx=N_CTX, n_parallel=2, n_threads=threads) as srv:
         info["server"] = {"n_threads": srv.n_threads, "n_parallel": srv.n_parallel, "n_ctx_per_slot": srv.n_ctx}
         meters = {k: Meter() for k in keys}
         contenders = {k: BUILDERS[k](srv.base_url, srv.model, meters[k]) for k in keys}
         tallies = {k: Tally(k, c.name, c.note) for k, c in contenders.items()}
-        for text in WARMUP[:warmup]:  # connections, api=auto discovery, each slot's cached prefix
-            item = {"id": "warmup", "text": text, "label": ""}
+        for text in WARMUP[:warmup]:  # connections, api=auto discovery
             for k in keys:
-                run_one(contenders[k], meters[k], item)
+                run_one(contenders[k], meters[k], {"id": "warmup", "text": text, "label": ""})
         started = time.perf_counter()
-        for i, item in enumerate(items):
-            order = keys[i % len(keys):] + keys[: i % len(keys)]  # rotate who goes first
-            for k in order:
-                outcome = run_one(contenders[k], meters[k], item)
-                tallies[k].outcomes.append(outcome)
-                if verbose:
-                    print(f"    {k:<12} {outcome.label:<10} -> {outcome.answer!s:<10} {outcome.latency_ms:7.0f} ms "
-                          f"{outcome.calls} calls {outcome.output_tokens} tok {outcome.error or ''}", flush=True)
-            if (i + 1) % 10 == 0 or i + 1 == len(items):
-                print(f"  {i + 1}/{len(items)} items, {time.perf_counter() - started:.0f} s", flush=True)
+        size = max(6, len(items) // 10)  # blocks of at least 6 items, at most 10 blocks
+        for b, first in enumerate(range(0, len(items), size)):
+            block = items[first:first + size]
+            # each contender routes a block in a row, as a deployed router would, after one unscored
+            # request that puts its prompt prefix in the server's cache; who goes first rotates
+            for k in keys[b % len(keys):] + keys[: b % len(keys)]:
+                run_one(contenders[k], meters[k], {"id": "prime", "text": WARMUP[-1], "label": ""})
+                for item in block:
+                    outcome = run_one(contenders[k], meters[k], item)
+                    tallies[k].outcomes.append(outcome)
+                    if verbose:
+                        print(f"    {k:<12} {outcome.label:<10} -> {outcome.answer!s:<10} {outcome.latency_ms:7.0f} ms "
+                              f"{outcome.calls} calls {outcome.output_tokens} tok {outcome.error or ''}", flush=True)
+            print(f"  {first + len(block)}/{len(items)} items, {time.perf_counter() - started:.0f} s", flush=True)
         info["wall_s"] = time.perf_counter() - started
         info["paths"] = {k: m.paths for k, m in meters.items()}
     info["machine"]["loadavg_end"] = list(os.getloadavg())
@@ -507,12 +533,14 @@ def render_docs() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", choices=sorted(MODELS), default="smollm2")
-    parser.add_argument("--quick", action="store_true", help="every 5th item (24); print only, write nothing")
-    parser.add_argument("--limit", type=int, default=None, help="at most this many items")
-    parser.add_argument("--only", default=",".join(BUILDERS), help=f"contenders, comma-separated: {','.join(BUILDERS)}")
+    parser.add_argument("--quick", action="store_true", help="the first 24 items (4 a route); prints only, unless --write")
+    parser.add_argument("--limit", type=int, default=None, help="the first N items (a multiple of 6 is balanced)")
+    parser.add_argument("--only", default=",".join(DEFAULT), help=f"contenders, comma-separated: {','.join(BUILDERS)}")
+    parser.add_argument("--out", type=Path, default=None, help="write the JSON here (and leave the docs alone)")
     parser.add_argument("--warmup", type=int, default=2, help=f"unscored requests each contender sends first (0-{len(WARMUP)})")
     parser.add_argument("--render", action="store_true", help="only redraw docs from the saved JSON results")
     parser.add_argument("--no-write", action="store_true", help="print the table, write nothing")
+    parser.add_argument("--write", action="store_true", help="write the results even of a --quick or --limit run")
     parser.add_argument("--threads", type=int, default=None,
                         help="llama.cpp threads (default: the server's, min(4, cores)); 1 is steadier on a busy machine")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every decision")
@@ -524,10 +552,14 @@ def main() -> None:
     unknown = [k for k in keys if k not in BUILDERS]
     if unknown:
         parser.error(f"unknown contenders {unknown}; choose from {list(BUILDERS)}")
-    result = run(args.model, keys, args.quick, args.limit, args.warmup, args.verbose, args.threads)
+    result = run(args.model, keys, 24 if args.quick else args.limit, args.warmup, args.verbose, args.threads)
     print()
     print(render_section(result))
-    if args.quick or args.no_write or args.limit:
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        print(f"wrote {args.out}")
+        return
+    if args.no_write or ((args.quick or args.limit) and not args.write):
         return
     out = DOCS / f"benchmarks-{args.model}.json"
     out.write_text(json.dumps(result, indent=1) + "\n")

@@ -83,6 +83,8 @@ class Result:
     error: str | None = None
     #: The readout actually used ("names" can fall back to letters), from the response's debug.
     used: str | None = None
+    #: "" for the bench as written; "options reversed" when the choice options were listed backwards.
+    variant: str = ""
 
     def record(self) -> Record:
         return Record(self.probabilities, self.label, self.question)
@@ -118,22 +120,32 @@ def answer_probs(answer: Any) -> dict[str, float]:
     return dict(answer.probabilities)
 
 
+def reversed_options(question: Choice | Score | Noul) -> Choice | Score | Noul:
+    """The same choice with its options listed last to first: small models lean to a position."""
+    if isinstance(question, Choice):
+        return Choice(instructions=question.instructions, criteria=dict(reversed(list(question.criteria.items()))))
+    return question
+
+
 def run_setting(client: SystemOneClient, model: str, labels: str, shots: int, items: dict[str, list[Item]],
-                examples: dict[str, list[Example]]) -> list[Result]:
+                examples: dict[str, list[Example]], variant: str = "") -> list[Result]:
     """Every item once, question by question, so the server's prompt cache holds the shared prefix."""
     results = []
     for qid, question in QUESTIONS.items():
+        if variant == "options reversed":
+            question = reversed_options(question)
         shot = examples.get(qid, [])[:shots]
         for it in items[qid]:
             key = label_key(question, it.label)
             try:
                 resp = client.system_one(it.text, {qid: question}, labels=labels, examples=shot or None)
             except JevError as exc:
-                results.append(Result(model, labels, shots, qid, it.id, key, {}, 0.0, f"{type(exc).__name__}: {exc}"))
+                results.append(Result(model, labels, shots, qid, it.id, key, {}, 0.0, f"{type(exc).__name__}: {exc}",
+                                      variant=variant))
                 continue
             used = (resp.debug or {}).get("labels", {}).get(qid)
             results.append(Result(model, labels, shots, qid, it.id, key, answer_probs(resp.answers[qid]),
-                                  resp.usage.latency_ms, used=used))
+                                  resp.usage.latency_ms, used=used, variant=variant))
     return results
 
 
@@ -163,6 +175,7 @@ class Row:
     model: str
     labels: str
     shots: int
+    variant: str
     #: Per question: (accuracy as answered, accuracy after held-out offsets + temperature).
     accuracy: dict[str, tuple[float, float]]
     overall: tuple[float, float]
@@ -188,7 +201,7 @@ def summarise(results: Sequence[Result]) -> Row:
         acc[qid] = (_accuracy([r for r in before if r.question_id == qid], n_all),
                     _accuracy([r for r in after_tb if r.question_id == qid], n_all))
     lat = [r.latency_ms for r in results if r.error is None]
-    return Row(r0.model, r0.labels, r0.shots, acc,
+    return Row(r0.model, r0.labels, r0.shots, r0.variant, acc,
                (_accuracy(before, len(results)), _accuracy(after_tb, len(results))),
                metrics(before).ece, metrics(after_t).ece, metrics(after_tb).ece,
                statistics.median(lat) if lat else float("nan"), sum(r.error is not None for r in results),
@@ -200,7 +213,8 @@ def table(rows: Sequence[Row]) -> str:
             "ECE, T + offsets (held-out)", "p50 latency"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        readout = r.labels + (f" ({r.fell_back} fell back to letters)" if r.fell_back else "")
+        readout = r.labels + (f", {r.variant}" if r.variant else "")
+        readout += f" ({r.fell_back} fell back to letters)" if r.fell_back else ""
         cells = [r.model, readout, str(r.shots), *(f"{a:.0%} → {b:.0%}" for a, b in (*r.accuracy.values(), r.overall)),
                  f"{r.ece_before:.3f}", f"{r.ece_t:.3f}", f"{r.ece_tb:.3f}", f"{r.p50_ms / 1000:.2f} s"]
         if r.errors:
@@ -219,7 +233,7 @@ def reliability_png(groups: dict[str, Sequence[Result]], path: Path) -> bool:
     except ImportError:
         print("matplotlib is not installed: no reliability diagram", file=sys.stderr)
         return False
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.8), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(14, 6.2), sharey=True)
     panels = (("as answered", False, 0), ("temperature (held-out)", False, 1), ("temperature + offsets (held-out)", True, 1))
     for ax, (title, bias, which) in zip(axes, panels):
         ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--")
@@ -233,7 +247,7 @@ def reliability_png(groups: dict[str, Sequence[Result]], path: Path) -> bool:
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
     axes[0].set_ylabel("accuracy")
     fig.suptitle("Reliability (all questions pooled; bins of 3+ answers; marker area ∝ answers in the bin)", fontsize=10)
     fig.tight_layout()
@@ -259,21 +273,23 @@ def _bins(recs: Sequence[Record], bins: int = 10) -> tuple[list[float], list[flo
 
 
 def render(results: Sequence[Result], meta: dict[str, Any], png: Path | None) -> str:
-    settings: dict[tuple[str, str, int], list[Result]] = {}
+    settings: dict[tuple[str, str, int, str], list[Result]] = {}
     for r in results:
-        settings.setdefault((r.model, r.labels, r.shots), []).append(r)
+        settings.setdefault((r.model, r.labels, r.shots, r.variant), []).append(r)
     rows = [summarise(rs) for rs in settings.values()]
     out = [f"Measured {meta['date']} on {meta['machine']}; {meta['n_items']} items; "
-           f"{meta['wall_s'] / 60:.1f} min for the grid; load average at start {meta['load']}.", "", table(rows)]
-    best = max(rows, key=lambda r: (r.model == DEMO_MODEL, r.overall[1]))
-    best_results = settings[(best.model, best.labels, best.shots)]
+           f"{meta['wall_s'] / 60:.1f} min for the grid; llama.cpp threads: {meta.get('threads') or 'default'}; "
+           f"load average at start {meta['load']}.", "", table(rows)]
+    best = max(rows, key=lambda r: (r.model == DEMO_MODEL, not r.variant, r.overall[1]))
+    best_results = settings[(best.model, best.labels, best.shots, best.variant)]
     cal = Calibrator.fit([r.record() for r in best_results if r.error is None], bias=True, min_records=15)
     out += ["", f"Calibration of `{best.model}`, `labels=\"{best.labels}\"`, {best.shots} examples, fitted on all "
             "its items (temperature and per-option offsets, and the lowest gate on the calibrated top "
             f"probability reaching {cal.target:.0%} selective accuracy; in-sample, so the ECE here is optimistic):",
             "", cal.report().markdown()]
     if png is not None:
-        groups = {f"{m} {lab} {k}-shot": rs for (m, lab, k), rs in settings.items() if m == best.model}
+        groups = {f"{m} {lab} {k}-shot" + (f", {v}" if v else ""): rs
+                  for (m, lab, k, v), rs in settings.items() if m == best.model}
         if reliability_png(groups, png):
             out += ["", f"![reliability diagram]({png.name})"]
     return "\n".join(out)
@@ -295,6 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--models", default=f"{SMOLLM2.name},{DEMO_MODEL}")
     ap.add_argument("--labels", default="letters,names")
     ap.add_argument("--shots", default="0,4")
+    ap.add_argument("--reverse-options", dest="variant", action="store_const", const="options reversed", default="",
+                    help="list the routing options last to first (a position-bias check)")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the server's)")
     ap.add_argument("--out", type=Path, default=None, help="markdown file to update (full run: docs/quality.md)")
     ap.add_argument("--raw", type=Path, default=None, help="save every decision as JSON here")
@@ -339,15 +357,16 @@ def collect(args: argparse.Namespace) -> tuple[list[Result], dict[str, Any]]:
             for labels in args.labels.split(","):
                 for shots in (int(s) for s in args.shots.split(",")):
                     t = time.perf_counter()
-                    rs = run_setting(client, model, labels, shots, items, examples)
+                    rs = run_setting(client, model, labels, shots, items, examples, args.variant)
                     results += rs
-                    print(f"{model} {labels} {shots}-shot: {len(rs)} decisions in {time.perf_counter() - t:.0f} s",
+                    print(f"{model} {labels} {shots}-shot {args.variant}: {len(rs)} decisions in {time.perf_counter() - t:.0f} s",
                           file=sys.stderr)
         finally:
             srv.stop()
     meta = {"date": time.strftime("%Y-%m-%d"), "n_items": sum(len(v) for v in items.values()),
             "machine": f"{os.cpu_count()} CPU cores ({platform.machine()}), llama.cpp via xllamacpp",
-            "wall_s": time.perf_counter() - started, "load": round(load, 1), "quick": args.quick}
+            "wall_s": time.perf_counter() - started, "load": round(load, 1), "quick": args.quick,
+            "threads": args.threads}
     return results, meta
 
 
