@@ -2,7 +2,7 @@
 
 One process, one real server, one labelled routing set (``bench/data/routing_compare.jsonl``: 120
 internal-helpdesk requests, six routes, 20 each). Every contender routes every item, one decision
-at a time. The items go in ten blocks; each contender routes a block in a row (as a deployed router
+at a time. The items go in blocks (at most ten, at least 6 items); each contender routes a block in a row (as a deployed router
 serves one prompt over and over, so its prompt prefix stays in the server's cache), after one
 unscored request that puts its prefix there; who goes first rotates from block to block, so drifts
 in machine load spread over everyone.
@@ -23,11 +23,16 @@ Contenders (all at temperature 0, all given the same route names and description
 * ``jevper``: the closest peer engine on PyPI, ``SystemOneClient(method="logprobs",
   temperature=0)`` (its docs' advice for a server that returns logprobs).
 
+The three generative contenders get a 256-token output cap (``GEN_CAP``; none sends one by
+default), which only cuts replies that run on. ``jev-letters-shots`` / ``jev-names-shots`` (not in
+the default set) add one worked example per route to the Jev router.
+
 Every HTTP exchange goes through one counting transport, so provider calls and output tokens
 (``usage.completion_tokens``) are counted the same way for everyone, failures included.
 
-    python bench/compare_routers.py                    # SmolLM2-135M, all 120 items (a few minutes)
-    python bench/compare_routers.py --model qwen       # Qwen2.5-Coder-0.5B (slower: ~20-30 min on 2 cores)
+    python bench/compare_routers.py                    # SmolLM2-135M, all 120 items (~20 min on 2 cores)
+    python bench/compare_routers.py --model qwen       # Qwen2.5-Coder-0.5B (about an hour on 2 cores)
+    python bench/compare_routers.py --model qwen --limit 48 --threads 1 --write   # what docs/ holds
     python bench/compare_routers.py --quick            # the first 24 items; prints, writes nothing
     python bench/compare_routers.py --render           # redraw docs/benchmarks.md tables + chart from the JSON
 
@@ -468,8 +473,11 @@ def context_line(result: dict[str, Any]) -> str:
     m, v = result["machine"], result["versions"]
     load = f"load average {m['loadavg_start'][0]:.2f} at start, {m['loadavg_end'][0]:.2f} at end"
     vers = ", ".join(f"{k} {val}" for k, val in v.items())
+    srv = result.get("server") or {}
+    server = (f"llama.cpp with {srv['n_threads']} thread(s), {srv['n_parallel']} slots of {srv['n_ctx_per_slot']} "
+              "tokens, " if srv else "")
     return (f"{result['items']} items, {result['routes']} routes, {result['started']}, {m['cpu']} ({m['cores']} cores), "
-            f"Python {m['python']}, {load}, {result['wall_s'] / 60:.1f} min. Versions: {vers}.")
+            f"Python {m['python']}, {server}{load}, {result['wall_s'] / 60:.1f} min. Versions: {vers}.")
 
 
 def render_section(result: dict[str, Any]) -> str:
@@ -510,6 +518,7 @@ def chart(results: list[dict[str, Any]]) -> None:
                 ax.text(val, y, f" {val:.0f}{unit}" if scale == 100 or key == "p50_ms" else f" {val:.1f}",
                         va="center", fontsize=7)
             ax.margins(x=0.25)
+            ax.locator_params(axis="x", nbins=4)
     fig.tight_layout()
     fig.savefig(CHART, dpi=110)
     print(f"wrote {CHART.relative_to(ROOT)}")
@@ -524,6 +533,9 @@ def render_docs() -> None:
             result = json.loads(path.read_text())
             results.append(result)
             text = replace_section(text, key, render_section(result))
+    extra = DOCS / "benchmarks-qwen-examples.json"  # --only jev-letters-shots,jev-names-shots --out <this>
+    if extra.exists() and "<!-- bench:qwen-examples:start -->" in text:
+        text = replace_section(text, "qwen-examples", render_section(json.loads(extra.read_text())))
     DOC.write_text(text)
     print(f"wrote {DOC.relative_to(ROOT)}")
     if results:
