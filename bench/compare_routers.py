@@ -164,20 +164,22 @@ def openai_client(base_url: str, meter: Meter) -> Any:
 def bare_call(base_url: str, model: str, meter: Meter) -> Contender:
     """One raw chat.completions.create with the engine's own prompt and a one-token cap."""
     from jev_shared import Choice
-    from jev_shared.prompt import render
+    from jev_shared.prompt import AnswerFormat, render
     from jev_shared.questions import prepare_question
+    from jev_shared.readout import name_fold
 
     client = openai_client(base_url, meter)
     prep = prepare_question("route", Choice(instructions=INSTRUCTIONS, criteria=ROUTES), "logprobs")
-    by_letter = dict(zip(prep.labels, prep.keys))
+    fmt, fold = AnswerFormat(symbols=prep.keys), name_fold(prep.keys)  # the engine's default: option names
 
     def decide(text: str) -> str:
-        r = client.chat.completions.create(model=model, messages=render(prep, text), temperature=0, max_tokens=1,
-                                           logprobs=True, top_logprobs=20)
-        token = (r.choices[0].message.content or "").strip().upper().rstrip(".")
-        if token not in by_letter:
+        r = client.chat.completions.create(model=model, messages=render(prep, text, fmt=fmt), temperature=0,
+                                           max_tokens=1, logprobs=True, top_logprobs=20)
+        token = r.choices[0].message.content or ""
+        route = fold(token)
+        if route not in ROUTES:
             raise Unusable(f"sampled {token!r}")
-        return by_letter[token]
+        return route
 
     return Contender("bare one-token call", decide, "the sampled token alone; the latency floor")
 
@@ -190,7 +192,8 @@ def load_examples() -> list[Any]:
     return [Example(state=r["text"], answer=r["label"]) for r in rows]
 
 
-def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: str, shots: bool = False) -> Contender:
+def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: str, shots: bool = False,
+               debias: bool = False) -> Contender:
     from langchain_core.runnables import RunnableLambda
 
     from jev_langchain import JevRouter
@@ -205,7 +208,8 @@ def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: st
             self.last = super().system_one(*args, **kwargs)
             return self.last
 
-    client = Recording(openai_client(base_url, meter), model=model, method="logprobs", mode=mode, labels=labels)
+    client = Recording(openai_client(base_url, meter), model=model, method="logprobs", mode=mode, labels=labels,
+                       debias=debias)
     router = JevRouter(client, {name: (desc, RunnableLambda(lambda _x, n=name: n)) for name, desc in ROUTES.items()},
                        INSTRUCTIONS, examples=load_examples() if shots else None)
 
@@ -216,8 +220,9 @@ def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: st
             raise Unusable("no label in the logprob window")
         return route
 
-    label = f"Jev router, {labels}" + (", mode=auto" if mode == "auto" else "") + (", 6 examples" if shots else "")
-    return Contender(label, decide, f"JevRouter, method=logprobs, labels={labels}, mode={mode}, "
+    label = (f"Jev router, {labels}" + (", debias" if debias else "") + (", mode=auto" if mode == "auto" else "")
+             + (", 6 examples" if shots else ""))
+    return Contender(label, decide, f"JevRouter, method=logprobs, labels={labels}, debias={debias}, mode={mode}, "
                                     f"examples={len(load_examples()) if shots else 0}")
 
 
@@ -295,7 +300,8 @@ BUILDERS: dict[str, Callable[..., Contender]] = {
     "bare": bare_call,
     "jev-letters": lambda b, m, meter: jev_router(b, m, meter, labels="letters", mode="system1"),
     "jev-names": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1"),
-    "jev-auto": lambda b, m, meter: jev_router(b, m, meter, labels="letters", mode="auto"),
+    "jev-debias": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1", debias=True),
+    "jev-auto": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="auto"),
     # not in the default set: the others get no examples, so these rows are not like for like
     "jev-letters-shots": lambda b, m, meter: jev_router(b, m, meter, labels="letters", mode="system1", shots=True),
     "jev-names-shots": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1", shots=True),
@@ -305,7 +311,7 @@ BUILDERS: dict[str, Callable[..., Contender]] = {
 }
 
 
-DEFAULT = ["bare", "jev-letters", "jev-names", "jev-auto", "langchain", "llamaindex", "jevper"]
+DEFAULT = ["bare", "jev-names", "jev-debias", "jev-letters", "jev-auto", "langchain", "llamaindex", "jevper"]
 
 
 # -- running ----------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import logging
 import re
 import threading
@@ -46,6 +47,7 @@ from .readout import (
     AmbiguousNamesError,
     Fold,
     digit_fold,
+    divide_prior,
     name_fold,
     names_collide,
     parse_object,
@@ -77,6 +79,8 @@ MODES = ("system1", "system2", "auto")
 LABEL_STYLES = ("letters", "names")
 APIS = ("auto", CHAT, RESPONSES, MESSAGES, "systemone", "decisions")
 HOSTED = ("systemone", "decisions")
+#: debias=True asks each prompt about these states once (Zhao et al. 2021, "Calibrate Before Use").
+CONTENT_FREE = ("N/A", "", "[MASK]")
 
 _FIELD_REFUSAL = re.compile(
     r"is not supported|not supported|unrecognized request argument|extra inputs are not permitted|"
@@ -115,6 +119,7 @@ class _Record:
     labels_used: str | None = None
     labels_note: str | None = None
     surfaces: list[str] = field(default_factory=list)
+    prior: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +150,7 @@ class _Memory:
         self.refused: dict[tuple[str, str], set[str]] = {}  # (model, surface) -> request fields the server refuses
         self.missing_routes: set[str] = set()  # surfaces that answered 404 under api="auto"
         self.no_distribution: set[tuple[str, str]] = set()  # (model, surface) whose readout carries no distribution
+        self.priors: dict[tuple[str, ...], list[float]] = {}  # debias: the content-free answer of each prompt
 
     def strike(self, key: tuple[str, str]) -> None:
         with self.lock:
@@ -200,10 +206,11 @@ class _Base:
         thinking: bool | None = None,
         extra_body: dict[str, Any] | None = None,
         layout: str = "state_last",
-        labels: str = "letters",
+        labels: str = "names",
         missing: str = "zero",
         examples: list[Example] | Mapping[str, list[Example]] | None = None,
         strict_labels: bool = False,
+        debias: bool = False,
         normalize_probabilities: bool = True,
         structured_outputs: bool = True,
         max_retries: int = 3,
@@ -217,6 +224,8 @@ class _Base:
         _check_option("layout", layout, LAYOUTS)
         _check_option("missing", missing, ("zero", "floor"))
         _check_option("labels", labels, LABEL_STYLES)
+        if not isinstance(debias, bool):
+            raise ValueError(f"debias: must be True or False, got {debias!r}")
         if not isinstance(model, str) or not model:
             raise ValueError("model: a non-empty model name is required")
         if not 0.0 <= auto_threshold <= 1.0:
@@ -259,6 +268,7 @@ class _Base:
         self.missing = missing
         self.examples = examples
         self.strict_labels = strict_labels
+        self.debias = debias
         self.normalize_probabilities = normalize_probabilities
         self.structured_outputs = structured_outputs
         self.retry_policy = RetryPolicy(max_retries=max_retries)
@@ -453,8 +463,32 @@ class _Base:
                 continue
             rec.readout = ro.debug()
             self._note(rec, "readout", ro.debug())
-            return ro.probs
+            if not self.debias:
+                return ro.probs
+            prior = yield from self._prior(prep, method, fmt, fold, surface, rec)
+            rec.prior = dict(zip(symbols, prior))
+            rec.readout["prior"] = rec.prior
+            return divide_prior(ro.probs, prior)
         raise AssertionError("unreachable")
+
+    def _prior(self, prep: Prepared, method: str, fmt: AnswerFormat, fold: Fold | None, surface: str,
+               rec: _Record) -> Flow:
+        """debias=True: the answer to content-free states, asked once per prompt and model, then remembered."""
+        symbols = symbols_of(prep, fmt)
+        prompts = [render(prep, cf, layout=self.layout, fmt=fmt) for cf in CONTENT_FREE]  # type: ignore[arg-type]
+        key = (self.model, surface, method, json.dumps(prompts[0], sort_keys=True))
+        if key in self._memory.priors:
+            return self._memory.priors[key]
+        rows = []
+        for messages in prompts:
+            fields, extra = request_fields(method, prep, self._cfg(), symbols)
+            parsed = yield from self._call(surface, messages, fields, extra, rec)
+            rows.append(read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",
+                                    method=method, fold=fold).probs)
+        prior = [sum(col) / len(rows) for col in zip(*rows)]
+        with self._memory.lock:
+            self._memory.priors[key] = prior
+        return prior
 
     def _json_pass(self, prep: Prepared, state: Any, method: str, rec: _Record) -> Flow:
         rec.methods.append(method)
@@ -604,7 +638,7 @@ class _Base:
             dbg["passes"][p.id] = r.passed
             for name, value in (("labels_missing", r.readout.get("labels_missing")), ("retry_reasons", r.retry_reasons),
                                 ("labels", r.labels_used), ("labels_fallback", r.labels_note),
-                                ("escalations", r.escalation)):
+                                ("escalations", r.escalation), ("priors", r.prior)):
                 if value:
                     dbg.setdefault(name, {})[p.id] = value
             for flag in ("no_signal", "truncated"):

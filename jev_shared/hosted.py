@@ -22,8 +22,8 @@ from .prompt import render_state
 from .questions import Prepared, is_chat
 from .transport import Call
 
-DEFAULTS = {"method": "auto", "labels": "letters", "layout": "state_last", "top_logprobs": 20, "thinking": None,
-            "missing": "zero", "strict_labels": False, "mode": "system1"}
+DEFAULTS = {"method": "auto", "labels": "names", "layout": "state_last", "top_logprobs": 20, "thinking": None,
+            "missing": "zero", "strict_labels": False, "mode": "system1", "debias": False}
 
 
 def systemone_client() -> Any:
@@ -40,7 +40,7 @@ def refuse_llm_options(engine: Any, opts: Any, examples: Any) -> None:
     """The service decides how to read the model: refuse, by name, the knobs that steer an LLM."""
     given = {"method": opts.method, "labels": opts.labels, "mode": opts.mode, "layout": engine.layout,
              "top_logprobs": engine.top_logprobs, "thinking": engine.thinking, "missing": engine.missing,
-             "strict_labels": engine.strict_labels}
+             "strict_labels": engine.strict_labels, "debias": engine.debias}
     for name, value in given.items():
         if value != DEFAULTS[name]:
             raise UnsupportedMethodError(

@@ -210,9 +210,10 @@ class LocalServer:
         self.model = self.spec.name
         self.n_ctx = n_ctx or self.spec.n_ctx
         self.n_parallel = n_parallel
-        # JEV_LOCAL_THREADS overrides the default: on a machine shared with other busy processes,
-        # 1 thread was 3-4x faster than 2 on 2 cores (a thread waits at each barrier for a descheduled peer).
-        self.n_threads = n_threads or int(os.environ.get("JEV_LOCAL_THREADS") or 0) or min(4, os.cpu_count() or 2)
+        # One core is left to the caller (the client, the tests): on 2 shared cores 1 thread was 3-4x
+        # faster than 2, as a thread waits at each barrier for a descheduled peer. JEV_LOCAL_THREADS overrides.
+        cores = os.cpu_count() or 2
+        self.n_threads = n_threads or int(os.environ.get("JEV_LOCAL_THREADS") or 0) or min(4, max(1, cores - 1))
         self.quiet = quiet
         self._server: Any = None
         self.base_url = ""

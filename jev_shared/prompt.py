@@ -1,8 +1,11 @@
 """Prompt: render a prepared question and its state into chat messages.
 
-One constant system prompt per answer format keeps the prefix cacheable; the question block comes
-before the state so the state is the last thing the model reads; the state is fenced and marked
-as data, so instructions inside it are not obeyed.
+In the default ``state_last`` layout the system message holds everything that does not change from
+one state to the next (the rules, the question, the options and the closing ask) and the user
+message holds the state alone. Every call for a question then shares one prefix that the server
+caches, only the state is read anew, and the state is the last thing the model reads. Few-shot
+examples are earlier user/assistant turns of the same shape. The state is fenced and marked as
+data, so instructions inside it are not obeyed.
 """
 
 from __future__ import annotations
@@ -114,6 +117,13 @@ def _fused(prep: Prepared, state: Any, fmt: AnswerFormat) -> str:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n\n" + closing(prep, fmt)
 
 
+def _system(prep: Prepared, layout: Layout, fmt: AnswerFormat) -> str:
+    rules = LABEL_SYSTEM if fmt.kind == "label" else JSON_SYSTEM
+    if layout != "state_last":
+        return rules
+    return f"{rules}\n\n{question_block(prep, fmt)}\n\n{closing(prep, fmt)}"
+
+
 def _turns(prep: Prepared, state: Any, layout: Layout, fmt: AnswerFormat) -> list[dict[str, str]]:
     """The user turns that carry one (state, question) pair."""
     if layout == "fused":
@@ -123,7 +133,7 @@ def _turns(prep: Prepared, state: Any, layout: Layout, fmt: AnswerFormat) -> lis
             {"role": "user", "content": state_block(state)},
             {"role": "user", "content": question_block(prep, fmt) + "\n\n" + closing(prep, fmt)},
         ]
-    return [{"role": "user", "content": f"{question_block(prep, fmt)}\n\n{state_block(state)}\n\n{closing(prep, fmt)}"}]
+    return [{"role": "user", "content": state_block(state)}]  # the question is in the system message
 
 
 def example_reply(prep: Prepared, key: str, fmt: AnswerFormat, json_reply: Any = None) -> str:
@@ -144,7 +154,7 @@ def render(
 
     ``example_json`` maps a candidate key to the JSON reply an example should show (JSON formats).
     """
-    messages = [{"role": "system", "content": LABEL_SYSTEM if fmt.kind == "label" else JSON_SYSTEM}]
+    messages = [{"role": "system", "content": _system(prep, layout, fmt)}]
     for ex in prep.examples:
         key = example_key(prep, ex.answer)
         messages += _turns(prep, ex.state, layout, fmt)

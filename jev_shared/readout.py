@@ -23,6 +23,11 @@ _OPEN = "([{\"'*"
 _CLOSE = ".):]}\"',*"
 
 
+#: A prior below this is treated as this: dividing by a near-zero share would crown a label the
+#: model never names.
+PRIOR_FLOOR = 1e-3
+
+
 def fold_label(token: str, labels: frozenset[str]) -> str | None:
     """" B", "b", "B.", "(B)" → "B"; ASCII only, so "ı" is never "I"; anything else → None."""
     t = token.strip().lstrip(_OPEN).rstrip(_CLOSE).strip()
@@ -216,6 +221,17 @@ def read_labels(
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 _INTEGRAL = re.compile(r"^\s*[+-]?\d+(\.0*)?\s*$")
+
+
+def divide_prior(probs: Sequence[float], prior: Sequence[float]) -> list[float]:
+    """Content-free calibration: divide by what the model answers to an empty state, renormalise.
+
+    A small model's label distribution leans to some options whatever the state (the first one
+    listed, a common word); the lean is measured on states that carry nothing and divided out.
+    """
+    scaled = [p / max(r, PRIOR_FLOOR) for p, r in zip(probs, prior)]
+    total = sum(scaled)
+    return [x / total for x in scaled] if total > 0 else list(probs)
 
 
 def strip_think(content: str) -> str:

@@ -29,6 +29,7 @@ def scenarios(client: Any, model: str) -> dict[str, Callable[[], Any]]:
     def engine(**kw: Any) -> SystemOneClient:
         kw.setdefault("extra_body", {"cache_prompt": False})
         kw.setdefault("api", "chat_completions")
+        kw.setdefault("labels", "letters")  # the letter readout on the wire; logprobs_names covers names
         return SystemOneClient(client, model=model, max_concurrency=1, **kw)
 
     return {
@@ -39,6 +40,8 @@ def scenarios(client: Any, model: str) -> dict[str, Callable[[], Any]]:
             TICKET, {"team": TEAM, "urgency": URGENCY, "spam": SPAM}),
         "logprobs_names": lambda: engine(method="logprobs", labels="names").system_one(
             TICKET, {"team": TEAM, "urgency": URGENCY, "spam": SPAM}),
+        "logprobs_debias": lambda: engine(method="logprobs", labels="names", debias=True).system_one(
+            TICKET, {"team": TEAM, "spam": SPAM}),
         "grammar_choice": lambda: engine(method="grammar").system_one(TICKET, {"team": TEAM}),
         "window_misses_label": lambda: engine(method="logprobs", top_logprobs=3).system_one(TICKET, {"topic": MANY}),
         "truncated_generation": lambda: engine(

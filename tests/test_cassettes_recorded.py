@@ -135,3 +135,21 @@ def test_mode_auto_escalates_only_the_unsure_answer(cassette):
     assert not esc["spam"]["escalated"] and esc["spam"]["confidence"] >= 0.7
     assert resp.debug["passes"] == {"team": "system2", "spam": "system1"}
     assert resp.usage.n_calls == 3
+
+
+def test_debias_asks_three_content_free_states_once_and_divides_them_out(cassette):
+    import json
+
+    from jev_shared.readout import name_fold, read_labels
+
+    resp, cas = run(cassette, "logprobs_debias")
+    assert cas.all_played and resp.usage.n_calls == 8  # per question: the state, then N/A, "" and [MASK]
+    data = yaml.safe_load((CASSETTES / "logprobs_debias.yaml").read_text())
+    team = [json.loads(i["response"]["body"]["string"])["choices"][0] for i in data["interactions"][:4]]
+    names = ["billing", "technical", "sales"]
+    reads = [read_labels(c["logprobs"], names, content=c["message"]["content"], missing="floor",
+                         fold=name_fold(names)).probs for c in team]
+    prior = [sum(r[i] for r in reads[1:]) / 3 for i in range(3)]
+    assert list(resp.debug["priors"]["team"].values()) == pytest.approx(prior)
+    ratio = [p / q for p, q in zip(reads[0], prior)]
+    assert list(resp.answers["team"].probabilities.values()) == pytest.approx([r / sum(ratio) for r in ratio])

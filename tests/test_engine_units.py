@@ -6,6 +6,8 @@ surface, transport, readout) is the real engine.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from jev_shared import Choice, SystemOneClient
@@ -46,12 +48,12 @@ def test_an_ambiguous_first_token_re_asks_with_letters():
     resp = SystemOneClient(fake, model="m", labels="names").system_one("x", {"q": q})
     assert resp.answers["q"].choice == "bills"
     assert "re-asked with letters" in resp.debug["labels_fallback"]["q"]
-    assert "(A, B)" in fake.requests[1]["messages"][-1]["content"]
+    assert "(A, B)" in fake.requests[1]["messages"][0]["content"]
 
 
 def test_letters_keep_missing_labels_at_zero():
     fake = FixedWindow([("A", -0.1), ("B", -2.0), ("The", -3.0)])
-    resp = SystemOneClient(fake, model="m").system_one("x", {"team": TEAM})
+    resp = SystemOneClient(fake, model="m", labels="letters").system_one("x", {"team": TEAM})
     assert resp.answers["team"].probabilities["sales"] == 0.0
     assert resp.debug["labels_missing"] == {"team": ["C"]}
 
@@ -88,3 +90,27 @@ def test_system2_sends_the_reasoning_switch_only_when_thinking_is_false(thinking
     assert resp.answers["team"].probabilities["billing"] == pytest.approx(0.7)
     assert ("reasoning_effort" in fake.requests[0]) is (thinking is False)
     assert "max_tokens" not in fake.requests[0]
+
+
+def test_debias_divides_by_the_content_free_answer_and_remembers_it():
+    real = [("billing", -0.3), ("technical", -1.5), ("sales", -3.0)]
+    empty = [("billing", -0.1), ("technical", -3.0), ("sales", -3.0)]  # the model leans to billing anyway
+    fake = FixedWindow(real, empty, empty, empty, real)
+    client = SystemOneClient(fake, model="m", debias=True, api="chat_completions")
+    resp = client.system_one("my app crashes", {"team": TEAM})
+    assert resp.usage.n_calls == 4
+    assert [r["messages"][-1]["content"].split("<state>\n")[1].split("\n</state>")[0] for r in fake.requests[1:]] == [
+        "N/A", "", "[MASK]"]
+    z_real = sum(math.exp(lp) for _, lp in real)
+    z_empty = sum(math.exp(lp) for _, lp in empty)
+    ratio = [math.exp(a) / z_real / (math.exp(b) / z_empty) for (_, a), (_, b) in zip(real, empty)]
+    assert list(resp.answers["team"].probabilities.values()) == pytest.approx([r / sum(ratio) for r in ratio])
+    assert resp.answers["team"].choice == "technical"  # billing's lead was the model's lean, not the ticket
+    assert resp.debug["priors"]["team"]["billing"] == pytest.approx(math.exp(-0.1) / z_empty)
+    again = client.system_one("my app crashes", {"team": TEAM})
+    assert again.usage.n_calls == 1 and again.answers == resp.answers  # the prior is asked once per prompt
+
+
+def test_debias_must_be_a_bool():
+    with pytest.raises(ValueError, match="debias"):
+        SystemOneClient(FixedWindow([("A", 0.0)]), model="m", debias="yes")

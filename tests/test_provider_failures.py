@@ -28,6 +28,7 @@ def engine(**kw) -> SystemOneClient:
     client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="sk-test-not-a-real-key")
     kw.setdefault("max_concurrency", 1)
     kw.setdefault("api", "chat_completions")
+    kw.setdefault("labels", "letters")  # the documented windows hold letters
     return SystemOneClient(client, model="documented-model", **kw)
 
 
@@ -163,7 +164,7 @@ class _OneRefuses:
 
     def create(self, **kw):
         self.calls += 1
-        refused = "Statement: b" in kw["messages"][-1]["content"]
+        refused = "Statement: b" in kw["messages"][0]["content"]
         lp = {"content": [{"token": "A", "logprob": -0.1,
                            "top_logprobs": [{"token": "A", "logprob": -0.1}, {"token": "B", "logprob": -2.0}]}]}
         message = {"content": None, "refusal": "no"} if refused else {"content": "A"}
@@ -172,7 +173,7 @@ class _OneRefuses:
 
 def test_one_failing_question_fails_the_whole_call_with_the_first_error_in_order():
     fake = _OneRefuses()
-    client = SystemOneClient(fake, model="m", method="logprobs")
+    client = SystemOneClient(fake, model="m", labels="letters", method="logprobs")
     questions = {q: Noul(instructions=q) for q in ("a", "b", "c")}
     with pytest.raises(ModelRefusalError):
         client.system_one(TICKET, questions)

@@ -48,7 +48,7 @@ def claude() -> anthropic.Anthropic:
 
 
 def test_responses_reads_logprobs_through_include(documented):
-    client = SystemOneClient(oai(), model="m", api="responses", method="logprobs", debug=True)
+    client = SystemOneClient(oai(), model="m", labels="letters", api="responses", method="logprobs", debug=True)
     with documented("documented_responses_logprobs") as cas:
         resp = client.system_one(TICKET, TEAM)
     assert resp.answers["team"].probabilities == pytest.approx(GOLDEN)
@@ -60,20 +60,20 @@ def test_responses_reads_logprobs_through_include(documented):
 
 
 def test_responses_truncation_names_max_output_tokens(documented):
-    client = SystemOneClient(oai(), model="m", api="responses", method="structured")
+    client = SystemOneClient(oai(), model="m", labels="letters", api="responses", method="structured")
     with documented("documented_responses_incomplete") as cas, pytest.raises(IncompleteAnswerError) as info:
         client.system_one(TICKET, TEAM)
     assert info.value.field == "max_output_tokens" and cas.play_count == 2
 
 
 def test_responses_refusal_part(documented):
-    client = SystemOneClient(oai(), model="m", api="responses", method="structured")
+    client = SystemOneClient(oai(), model="m", labels="letters", api="responses", method="structured")
     with documented("documented_responses_refusal"), pytest.raises(ModelRefusalError, match="can't help"):
         client.system_one(TICKET, TEAM)
 
 
 def test_auto_moves_off_a_responses_route_that_answers_404_and_remembers(documented):
-    client = SystemOneClient(oai(), model="m", method="logprobs")
+    client = SystemOneClient(oai(), model="m", labels="letters", method="logprobs")
     with documented("documented_responses_404") as cas:
         first = client.system_one(TICKET, TEAM)
         second = client.system_one(TICKET, TEAM)
@@ -83,7 +83,7 @@ def test_auto_moves_off_a_responses_route_that_answers_404_and_remembers(documen
 
 
 def test_explicit_responses_404_reaches_the_caller(documented):
-    client = SystemOneClient(oai(), model="m", api="responses", method="logprobs")
+    client = SystemOneClient(oai(), model="m", labels="letters", api="responses", method="logprobs")
     with documented("documented_responses_404"), pytest.raises(ProviderError) as info:
         client.system_one(TICKET, TEAM)
     assert info.value.status_code == 404
@@ -115,7 +115,7 @@ def test_recorded_llamacpp_responses_ignores_text_format(cassette):
 
 def test_grammar_on_responses_is_refused_before_any_request():
     with pytest.raises(UnsupportedMethodError, match="api='chat_completions'"):
-        SystemOneClient(oai(), model="m", api="responses", method="grammar").system_one(TICKET, TEAM)
+        SystemOneClient(oai(), model="m", labels="letters", api="responses", method="grammar").system_one(TICKET, TEAM)
 
 
 # --- Messages ----------------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def test_systemone_529_overloaded(documented):
     assert info.value.status_code == 529
 
 
-@pytest.mark.parametrize("option", [{"method": "logprobs"}, {"labels": "names"}, {"layout": "split"},
+@pytest.mark.parametrize("option", [{"method": "logprobs"}, {"labels": "letters"}, {"layout": "split"}, {"debias": True},
                                     {"top_logprobs": 5}, {"thinking": False}, {"extra_body": {"x": 1}}])
 def test_systemone_refuses_llm_options_by_name(option):
     name = next(iter(option))

@@ -88,11 +88,11 @@ class AsyncFakeOpenAI(FakeOpenAI):
 
 
 def fake_client(window: dict[str, float] | None = None, **kw: Any) -> SystemOneClient:
-    return SystemOneClient(FakeOpenAI(window, **kw), model="fake")
+    return SystemOneClient(FakeOpenAI(window, **kw), model="fake", labels="letters")
 
 
 def fake_async_client(window: dict[str, float] | None = None, **kw: Any) -> AsyncSystemOneClient:
-    return AsyncSystemOneClient(AsyncFakeOpenAI(window, **kw), model="fake")
+    return AsyncSystemOneClient(AsyncFakeOpenAI(window, **kw), model="fake", labels="letters")
 
 
 class Recorder(BaseCallbackHandler):

@@ -62,7 +62,7 @@ def test_a_provider_error_fails_closed_by_default():
     fake = FakeOpenAI(FIRST, fail=True)
     llm, calls = counting_llm()
     with pytest.raises(GateBlocked, match="the decision failed .*ProviderError") as info:
-        (JevGate(SystemOneClient(fake, model="fake"), STATEMENT) | llm).invoke("hi")
+        (JevGate(SystemOneClient(fake, model="fake", labels="letters"), STATEMENT) | llm).invoke("hi")
     assert info.value.probability is None and "provider is down" in info.value.error
     assert calls == [] and len(fake.calls) == 1
 

@@ -71,14 +71,14 @@ def test_allowed_call_runs_the_tool():
 def test_the_guard_sees_the_agent_conversation():
     fake = FakeOpenAI(FIRST)
     run_agent(scripted(("wire_money", {"to": "bob", "amount": 5})),
-              JevToolGuardMiddleware(SystemOneClient(fake, model="fake")), prompt="PAY-BOB-PLEASE")
+              JevToolGuardMiddleware(SystemOneClient(fake, model="fake", labels="letters")), prompt="PAY-BOB-PLEASE")
     prompt = str(fake.calls[0]["messages"])
     assert "PAY-BOB-PLEASE" in prompt and "wire_money" in prompt
 
 
 def test_tool_names_limits_which_calls_are_guarded():
     fake = FakeOpenAI(SECOND)
-    middleware = JevToolGuardMiddleware(SystemOneClient(fake, model="fake"), tool_names=["wire_money"])
+    middleware = JevToolGuardMiddleware(SystemOneClient(fake, model="fake", labels="letters"), tool_names=["wire_money"])
     messages = run_agent(scripted(("get_balance", {}), ("wire_money", {"to": "eve", "amount": 1})), middleware)
     by_id = {m.tool_call_id: m for m in tool_messages(messages)}
     assert by_id["call-0"].content == "balance: 100"

@@ -47,7 +47,7 @@ def test_decide_returns_the_distribution_without_running_a_branch():
 
 def test_the_question_lists_every_route_description():
     fake = FakeOpenAI(FIRST)
-    make_router(SystemOneClient(fake, model="fake")).decide("hello")
+    make_router(SystemOneClient(fake, model="fake", labels="letters")).decide("hello")
     prompt = str(fake.calls[0]["messages"])
     assert "Invoices, refunds and payments" in prompt and "Bugs, errors and outages" in prompt
     assert "Which team should handle this ticket?" in prompt
@@ -86,7 +86,7 @@ def test_routes_as_a_list_of_tuples():
 
 def test_state_callable_chooses_what_the_model_reads():
     fake = FakeOpenAI(FIRST)
-    router = make_router(SystemOneClient(fake, model="fake"), state=lambda t: t["body"])
+    router = make_router(SystemOneClient(fake, model="fake", labels="letters"), state=lambda t: t["body"])
     ticket = {"subject": "SUBJECT-XYZ", "body": "BODY-123"}
     assert router.invoke(ticket) == ("billing", ticket)
     prompt = str(fake.calls[0]["messages"])
@@ -95,14 +95,14 @@ def test_state_callable_chooses_what_the_model_reads():
 
 def test_messages_are_read_as_chat_turns():
     fake = FakeOpenAI(FIRST)
-    make_router(SystemOneClient(fake, model="fake")).invoke([HumanMessage("my card was charged"), AIMessage("sorry")])
+    make_router(SystemOneClient(fake, model="fake", labels="letters")).invoke([HumanMessage("my card was charged"), AIMessage("sorry")])
     prompt = str(fake.calls[0]["messages"])
     assert "user: my card was charged" in prompt and "assistant: sorry" in prompt
 
 
 def test_bad_input_raises_before_any_request():
     fake = FakeOpenAI(FIRST)
-    router = make_router(SystemOneClient(fake, model="fake"))
+    router = make_router(SystemOneClient(fake, model="fake", labels="letters"))
     with pytest.raises(InvalidQuestionError, match="JevRouter input .*must not be empty"):
         router.invoke("   ")
     with pytest.raises(InvalidQuestionError, match="JSON"):

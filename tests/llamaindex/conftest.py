@@ -27,8 +27,8 @@ Respond = Callable[[dict[str, Any]], Any]
 
 
 def prompt_of(kwargs: dict[str, Any]) -> str:
-    """The last user turn the engine sent: question, options and state."""
-    return kwargs["messages"][-1]["content"]
+    """The question's prompt as the model reads it: the system message (question, options) and the state."""
+    return "\n\n".join(m["content"] for m in kwargs["messages"])
 
 
 def reply(kwargs: dict[str, Any], answer: Any) -> dict[str, Any]:

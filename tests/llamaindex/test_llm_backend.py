@@ -69,13 +69,13 @@ def test_raw_chat_completion_is_used_when_kept():
 
 def test_selector_on_a_llamaindex_llm_reads_its_window():
     llm = window_llm({"A": -3.0, "B": -0.1, "C": -2.5})
-    selector = JevSingleSelector.from_defaults(llm=llm)
+    selector = JevSingleSelector.from_defaults(llm=llm, labels="letters")
     result = selector.select(META, "How fast is a Ferrari?")
     assert result.ind == 1 and result.method == "logprobs"
     assert result.probabilities["cars"] > 0.8
     sent = llm.seen[0]
     assert sent["logprobs"] is True and sent["top_logprobs"] == 20 and "model" not in sent
-    assert isinstance(sent["messages"][0], ChatMessage) and "cars" in sent["messages"][-1].content
+    assert isinstance(sent["messages"][0], ChatMessage) and "cars" in sent["messages"][0].content
     assert result.response.usage.input_tokens == 12
 
 

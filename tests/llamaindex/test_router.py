@@ -24,7 +24,7 @@ def selectors(window, multi: bool = False):
     """(selector, sync fake, async fake): sync and async paths each on their own fake."""
     sync, async_ = FakeClient(window), AsyncFakeClient(window)
     make = JevMultiSelector if multi else JevSingleSelector
-    return make.from_defaults(sync, async_client=async_, model="fake"), sync, async_
+    return make.from_defaults(sync, async_client=async_, model="fake", labels="letters"), sync, async_
 
 
 @pytest.mark.parametrize("use_async", [False, True])
@@ -86,7 +86,7 @@ def test_router_with_many_tools_routes_through_json(mock_llm):
     tools = [QueryEngineTool.from_defaults(e, name=n, description=f"books on topic {i}")
              for i, (e, n) in enumerate(zip(engines, names))]
     fake = FakeClient(lambda kw: {"probabilities": {n: (0.8 if n == "shelf_27" else 0.2 / 29) for n in names}})
-    router = RouterQueryEngine(selector=JevSingleSelector.from_defaults(fake, model="fake"), query_engine_tools=tools,
+    router = RouterQueryEngine(selector=JevSingleSelector.from_defaults(fake, model="fake", labels="letters"), query_engine_tools=tools,
                                llm=mock_llm)
     response = router.query("topic 27")
     assert str(response) == "answer from shelf_27"

@@ -28,6 +28,7 @@ def softmax(lps: list[float]) -> list[float]:
 
 
 def single(respond=WINDOW, **kw) -> tuple[JevSingleSelector, FakeClient]:
+    kw.setdefault("labels", "letters")  # the fake windows hold letters
     fake = FakeClient(respond)
     return JevSingleSelector.from_defaults(fake, model="fake", **kw), fake
 
@@ -71,9 +72,12 @@ def test_names_readout_on_request():
     result = selector.select(META, "q")
     assert result.ind == 1 and result.distribution == pytest.approx(softmax([-2.0, -0.2, -3.0]))
     assert "exactly one option name (cats, cars, planes)" in prompt_of(fake.calls[0])
-    selector, fake = single()  # the client's default: letters
+    selector, fake = single(labels="letters")
     selector.select(META, "q")
     assert "exactly one letter" in prompt_of(fake.calls[0])
+    fake = FakeClient(NAMES)
+    assert JevSingleSelector.from_defaults(fake, model="fake").select(META, "q").ind == 1  # the client's default
+    assert "exactly one option name" in prompt_of(fake.calls[0])
 
 
 def test_multiline_descriptions_become_one_line():
@@ -85,7 +89,7 @@ def test_multiline_descriptions_become_one_line():
 @pytest.mark.parametrize("make", [JevSingleSelector, JevMultiSelector])
 def test_empty_choices_rejected_before_any_request(make):
     fake = FakeClient(WINDOW)
-    selector = make.from_defaults(fake, model="fake")
+    selector = make.from_defaults(fake, model="fake", labels="letters")
     with pytest.raises(InvalidQuestionError, match="no choices"):
         selector.select([], "q")
     assert fake.calls == []
@@ -94,7 +98,7 @@ def test_empty_choices_rejected_before_any_request(make):
 @pytest.mark.parametrize("make", [JevSingleSelector, JevMultiSelector])
 def test_duplicate_names_rejected_before_any_request(make):
     fake = FakeClient(WINDOW)
-    selector = make.from_defaults(fake, model="fake")
+    selector = make.from_defaults(fake, model="fake", labels="letters")
     dup = [ToolMetadata(name="sql", description="a"), ToolMetadata(name="sql ", description="b")]
     with pytest.raises(InvalidQuestionError, match=r"duplicate tool names \['sql'\]"):
         selector.select(dup, "q")
@@ -174,7 +178,7 @@ def test_low_confidence_is_emitted_before_raising(events):
 
 def test_async_uses_the_async_client():
     sync, async_ = FakeClient(WINDOW), AsyncFakeClient(WINDOW)
-    selector = JevSingleSelector.from_defaults(sync, async_client=async_, model="fake")
+    selector = JevSingleSelector.from_defaults(sync, async_client=async_, model="fake", labels="letters")
     result = asyncio.run(selector.aselect(META, "q"))
     assert result.ind == 1
     assert len(async_.calls) == 1 and sync.calls == []
@@ -187,7 +191,7 @@ def test_async_without_async_client_runs_the_sync_one():
 
 
 def test_sync_with_only_async_client_says_what_to_do():
-    selector = JevSingleSelector.from_defaults(async_client=AsyncFakeClient(WINDOW), model="fake")
+    selector = JevSingleSelector.from_defaults(async_client=AsyncFakeClient(WINDOW), model="fake", labels="letters")
     with pytest.raises(ClientCapabilityError, match="only an async client"):
         selector.select(META, "q")
 
@@ -200,7 +204,7 @@ def test_from_defaults_needs_a_model_for_a_raw_client():
 def test_init_takes_engine_clients_only():
     with pytest.raises(TypeError, match="from_defaults"):
         JevSingleSelector(FakeClient(WINDOW))  # type: ignore[arg-type]
-    assert JevSingleSelector(SystemOneClient(FakeClient(WINDOW), model="fake")).select(META, "q").ind == 1
+    assert JevSingleSelector(SystemOneClient(FakeClient(WINDOW), model="fake", labels="letters")).select(META, "q").ind == 1
 
 
 def test_options_past_26_use_a_json_method():
@@ -221,6 +225,7 @@ MULTI_WINDOW = {"A": -3.0, "B": -0.5, "C": -0.9}  # cars ~0.59, planes ~0.39, ca
 
 
 def multi(respond=MULTI_WINDOW, **kw) -> tuple[JevMultiSelector, FakeClient]:
+    kw.setdefault("labels", "letters")  # the fake windows hold letters
     fake = FakeClient(respond)
     return JevMultiSelector.from_defaults(fake, model="fake", **kw), fake
 
@@ -272,7 +277,7 @@ def test_multi_noul_with_yes_no_words():
 
 def test_multi_noul_async():
     fake = AsyncFakeClient(yes_for("cats"))
-    selector = JevMultiSelector.from_defaults(async_client=fake, model="fake", question="noul")
+    selector = JevMultiSelector.from_defaults(async_client=fake, model="fake", question="noul", labels="letters")
     assert asyncio.run(selector.aselect(META, "q")).inds == [0]
 
 
