@@ -132,7 +132,7 @@ def run_setting(client: SystemOneClient, model: str, labels: str, shots: int, it
     """Every item once, question by question, so the server's prompt cache holds the shared prefix."""
     results = []
     for qid, question in QUESTIONS.items():
-        if variant == "options reversed":
+        if "options reversed" in variant:
             question = reversed_options(question)
         shot = examples.get(qid, [])[:shots]
         for it in items[qid]:
@@ -313,11 +313,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--shots", default="0,4")
     ap.add_argument("--reverse-options", dest="variant", action="store_const", const="options reversed", default="",
                     help="list the routing options last to first (a position-bias check)")
+    ap.add_argument("--debias", action="store_true",
+                    help="debias=True: divide out the answer to content-free states (adds a 'debias' row variant)")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the server's)")
     ap.add_argument("--out", type=Path, default=None, help="markdown file to update (full run: docs/quality.md)")
     ap.add_argument("--raw", type=Path, default=None, help="save every decision as JSON here")
     ap.add_argument("--from-raw", type=Path, nargs="+", default=None, help="render saved runs instead of running")
     args = ap.parse_args(argv)
+    args.variant = ", ".join(v for v in (args.variant, "debias" if args.debias else "") if v)
     out = args.out or (None if args.quick or args.from_raw else ROOT / "docs" / "quality.md")
 
     if args.from_raw:
@@ -353,7 +356,7 @@ def collect(args: argparse.Namespace) -> tuple[list[Result], dict[str, Any]]:
             print(f"skipping {model}: {exc}", file=sys.stderr)
             continue
         try:
-            client = SystemOneClient(srv.client(), model=srv.model, debug=False)
+            client = SystemOneClient(srv.client(), model=srv.model, debias=args.debias, debug=False)
             for labels in args.labels.split(","):
                 for shots in (int(s) for s in args.shots.split(",")):
                     t = time.perf_counter()

@@ -131,6 +131,22 @@ def test_async_client_matches_the_sync_client(local_server):
     assert got.answers["team"].probabilities == pytest.approx(expected.answers["team"].probabilities, abs=1e-3)
 
 
+def test_debias_asks_the_content_free_prior_once_per_prompt(local_server):
+    async def main():
+        client = AsyncSystemOneClient(local_server.async_client(), model=local_server.model, debias=True,
+                                      api="chat_completions")
+        first = await client.system_one(TICKET, QUESTIONS)
+        second = await client.system_one("I was charged twice.", QUESTIONS)
+        return first, second
+
+    first, second = asyncio.run(main())
+    assert first.usage.n_calls == 4 * len(QUESTIONS) and second.usage.n_calls == len(QUESTIONS)
+    assert set(first.debug["priors"]) == set(QUESTIONS) and first.debug["priors"] == second.debug["priors"]
+    assert set(first.debug["priors"]["spam"]) == {"yes", "no"}  # noul reads the words yes/no by default
+    for answer in (*first.answers.values(), *second.answers.values()):
+        assert_distribution(answer)
+
+
 def test_single_question_helpers(local_client):
     assert local_client.noul(TICKET, "This ticket is spam.").type == "noul"
     assert local_client.choice(TICKET, "Which team?", {"a": "billing", "b": "tech"}).choice in ("a", "b")
