@@ -47,7 +47,7 @@ def timed(fn: Callable[[], object], n: int) -> list[float]:
 
 def run(base_url: str, model: str, n: int, label: str) -> dict[str, float]:
     client = openai.OpenAI(base_url=base_url, api_key="bench", max_retries=0)
-    engine = SystemOneClient(client, model=model, method="logprobs")
+    engine = SystemOneClient(client, model=model, method="logprobs", labels="letters")  # the stub answers letters
     messages = render(prepare_question("team", TEAM, "logprobs"), STATE)
     raw_kwargs = dict(model=model, messages=messages, temperature=0, logprobs=True, top_logprobs=20, max_tokens=1)
 

@@ -96,7 +96,8 @@ def contenders(base_url: str) -> dict[str, tuple[Callable[[], Any], Callable[[],
     def raw_eight() -> Any:
         return list(pool.map(lambda _: raw_one(), range(8)))
 
-    jev = SystemOneClient(client, model="stub", method="logprobs", api="chat_completions")
+    jev = SystemOneClient(client, model="stub", method="logprobs", api="chat_completions",
+                          labels="letters")  # the stub answers letters, as jevper reads them
     peer = jevper.SystemOneClient(client, model="stub", method="logprobs", api="chat_completions", temperature=0)
     peer_team = jevper.Choice(instructions=TEAM.instructions, criteria=dict(TEAM.criteria))
     eight_jev = {f"q{i}": TEAM for i in range(8)}
