@@ -30,9 +30,9 @@ the default set) add one worked example per route to the Jev router.
 Every HTTP exchange goes through one counting transport, so provider calls and output tokens
 (``usage.completion_tokens``) are counted the same way for everyone, failures included.
 
-    python bench/compare_routers.py                    # SmolLM2-135M, all 120 items (~20 min on 2 cores)
-    python bench/compare_routers.py --model qwen       # Qwen2.5-Coder-0.5B (about an hour on 2 cores)
-    python bench/compare_routers.py --model qwen --limit 48 --threads 1 --write   # what docs/ holds
+    python bench/compare_routers.py                    # SmolLM2-135M, all 120 items (~25 min on 2 cores)
+    python bench/compare_routers.py --model qwen       # Qwen2.5-Coder-0.5B, 120 items (~35 min on 2 cores)
+    python bench/compare_routers.py --model qwen --limit 60 --write   # what docs/ holds (~18 min; SmolLM2 ~12)
     python bench/compare_routers.py --quick            # the first 24 items; prints, writes nothing
     python bench/compare_routers.py --render           # redraw docs/benchmarks.md tables + chart from the JSON
 
