@@ -42,11 +42,15 @@ QUESTIONS = {
     "urgency": Score(
         instructions="How urgent is this ticket?",
         criteria=["can wait", "within a few days", "today", "right now: people cannot work"],
+        examples=[Example(state="Could you add a dark mode some day?", answer=0),
+                  Example(state="Nobody in our office can open the app; all work has stopped.", answer=3)],
     ),
     "spam": Noul(
         instructions="This message is spam or a scam, not a real customer request.",
         examples=[Example(state="You won a FREE prize, click this link!", answer=True),
-                  Example(state="Please update the billing address on my account.", answer=False)],
+                  Example(state="Please update the billing address on my account.", answer=False),
+                  Example(state="Cheap luxury watches, 90% off today only!!! Visit our site.", answer=True),
+                  Example(state="The app logs me out every few minutes.", answer=False)],
     ),
 }
 
