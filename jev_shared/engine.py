@@ -151,6 +151,7 @@ class _Memory:
         self.missing_routes: set[str] = set()  # surfaces that answered 404 under api="auto"
         self.no_distribution: set[tuple[str, str]] = set()  # (model, surface) whose readout carries no distribution
         self.priors: dict[tuple[str, ...], list[float]] = {}  # debias: the content-free answer of each prompt
+        self.scouted: set[str] = set()  # models whose api="auto" surface was found by a first question
 
     def strike(self, key: tuple[str, str]) -> None:
         with self.lock:
@@ -328,6 +329,15 @@ class _Base:
                 continue
             return surface
         return self._speaks[0]  # the verdict only skips a route when there is another to move to
+
+    def _needs_scout(self, n_questions: int) -> bool:
+        """api='auto', a model not seen yet: one question finds the surface before the others follow.
+
+        Otherwise every question of the first call would try the Responses route at once, and on a
+        server that cannot carry a distribution there (llama.cpp, ollama) each would fail and move.
+        """
+        return (self.api == "auto" and n_questions > 1 and len(self._speaks) > 1
+                and self.model not in self._memory.scouted)
 
     def _shared_examples(self, qid: str, call_examples: Any) -> tuple[Example, ...]:
         """Client-level then call-level examples: a list for every question, or a mapping by id."""
@@ -719,10 +729,20 @@ class SystemOneClient(_Base):
             pool = ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(preps)), thread_name_prefix="jev")
             try:
                 # each task runs in a copy of the caller's context, so tracing context vars reach it
-                futures = [pool.submit(contextvars.copy_context().run, run, i) for i in range(len(preps))]
-                done, pending = wait(futures, timeout=timeout, return_when=FIRST_EXCEPTION)
+                futures = []
+                if self._needs_scout(len(preps)):
+                    futures.append(pool.submit(contextvars.copy_context().run, run, 0))
+                    wait(futures, timeout=timeout)
+                    if not futures[0].done():
+                        raise DecisionTimeoutError(f"the call's total timeout of {timeout}s ran out")
+                    self._memory.scouted.add(self.model)
+                    if futures[0].exception():  # the first question's error is the one reported anyway
+                        raise futures[0].exception()  # type: ignore[misc]
+                left = None if timeout is None else max(0.0, timeout - (time.perf_counter() - started))
+                futures += [pool.submit(contextvars.copy_context().run, run, i) for i in range(len(futures), len(preps))]
+                done, pending = wait(futures, timeout=left, return_when=FIRST_EXCEPTION)
                 if not pending or any(f.exception() for f in done):
-                    wait(futures, timeout=timeout)  # let the rest finish, so the first error is in question order
+                    wait(futures, timeout=left)  # let the rest finish, so the first error is in question order
                 if any(not f.done() for f in futures):
                     raise DecisionTimeoutError(f"the call's total timeout of {timeout}s ran out")
                 for i, f in enumerate(futures):
@@ -762,6 +782,21 @@ class AsyncSystemOneClient(_Base):
         except StopIteration as stop:
             return stop.value
 
+    async def _answer_all(self, preps: list[Prepared], state: Any, opts: _Opts, records: list[_Record],
+                          sem: asyncio.Semaphore) -> list[Any]:
+        """Every question's flow as a task; a scout question first when the surface is still unknown."""
+        def drive(i: int) -> Any:
+            return self._drive(self._flow(preps[i], state, opts, records[i]), sem)
+
+        head: list[Any] = []
+        if self._needs_scout(len(preps)):
+            head = await asyncio.gather(drive(0), return_exceptions=True)
+            self._memory.scouted.add(self.model)
+            if isinstance(head[0], BaseException):  # the first question's error is the one reported anyway
+                return head + [None] * (len(preps) - 1)
+        rest = await asyncio.gather(*(drive(i) for i in range(len(head), len(preps))), return_exceptions=True)
+        return head + list(rest)
+
     async def system_one(self, state: Any, questions: Mapping[str, Any], *, method: str | None = None,
                          mode: str | None = None, labels: str | None = None, examples: Any = None,
                          timeout: float | None = None, debug: bool | None = None) -> SystemOneResponse:
@@ -776,10 +811,7 @@ class AsyncSystemOneClient(_Base):
             gathered = self._drive(self._hosted_flow(preps, state, records[0]), sem)
             records = self._hosted_records(preps, records[0])
         else:
-            gathered = asyncio.gather(
-                *(self._drive(self._flow(p, state, opts, r), sem) for p, r in zip(preps, records)),
-                return_exceptions=True,
-            )
+            gathered = self._answer_all(preps, state, opts, records, sem)
         try:
             results = await asyncio.wait_for(gathered, timeout) if timeout is not None else await gathered
         except TimeoutError:

@@ -114,3 +114,34 @@ def test_debias_divides_by_the_content_free_answer_and_remembers_it():
 def test_debias_must_be_a_bool():
     with pytest.raises(ValueError, match="debias"):
         SystemOneClient(FixedWindow([("A", 0.0)]), model="m", debias="yes")
+
+
+class _Refuses:
+    """Speaks Responses and Chat Completions and refuses every request (HTTP 400, not retried)."""
+
+    class BadRequest(Exception):
+        status_code = 400
+
+    def __init__(self):
+        self.calls = 0
+        self.chat = self.completions = self.responses = self
+
+    def create(self, **kw):
+        self.calls += 1
+        raise self.BadRequest("bad request")
+
+
+@pytest.mark.parametrize("run_async", [False, True])
+def test_a_failing_scout_question_stops_the_call_before_the_others_are_sent(run_async):
+    from jev_shared import AsyncSystemOneClient, Noul, ProviderError
+
+    fake = _Refuses()
+    questions = {q: Noul(instructions=q) for q in ("a", "b", "c")}
+    with pytest.raises(ProviderError, match="bad request"):
+        if run_async:
+            import asyncio
+
+            asyncio.run(AsyncSystemOneClient(fake, model="m", method="logprobs").system_one("x", questions))
+        else:
+            SystemOneClient(fake, model="m", method="logprobs").system_one("x", questions)
+    assert fake.calls == 1  # api="auto" on a new model: question a goes first, alone

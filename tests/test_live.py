@@ -39,10 +39,10 @@ def assert_distribution(answer):
 
 
 def test_three_question_types_answer_in_order(local_client):
-    """api='auto' tries Responses first; llama.cpp refuses logprobs there, so each question in flight
-    moves to Chat Completions once, and the client remembers it."""
+    """api='auto' tries Responses first; llama.cpp refuses logprobs there. The first question scouts
+    alone and moves to Chat Completions; the other two follow it there; the client remembers it."""
     first = local_client.system_one(TICKET, QUESTIONS)
-    assert first.usage.n_calls == 6 and first.debug["api"] == "chat_completions"
+    assert first.usage.n_calls == 4 and first.debug["api"] == "chat_completions"
     resp = local_client.system_one(TICKET, QUESTIONS)
     assert list(resp.answers) == ["team", "urgency", "spam"]
     for answer in resp.answers.values():
@@ -145,6 +145,16 @@ def test_debias_asks_the_content_free_prior_once_per_prompt(local_server):
     assert set(first.debug["priors"]["spam"]) == {"yes", "no"}  # noul reads the words yes/no by default
     for answer in (*first.answers.values(), *second.answers.values()):
         assert_distribution(answer)
+
+
+def test_the_async_client_scouts_the_surface_with_one_question(local_server):
+    async def main():
+        client = AsyncSystemOneClient(local_server.async_client(), model=local_server.model)
+        return await client.system_one(TICKET, QUESTIONS), await client.system_one(TICKET, QUESTIONS)
+
+    first, second = asyncio.run(main())
+    assert first.usage.n_calls == 4 and second.usage.n_calls == 3  # one Responses try, not three
+    assert first.debug["apis"] == second.debug["apis"] == dict.fromkeys(QUESTIONS, "chat_completions")
 
 
 def test_single_question_helpers(local_client):
