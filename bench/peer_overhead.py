@@ -22,11 +22,9 @@ import json
 import os
 import statistics
 import sys
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from engine_overhead import STATE, TEAM  # noqa: E402
-from stub_server import WINDOW  # noqa: E402
+from stub_server import StubServer, reply_body  # noqa: E402
 
 from jev_shared import SystemOneClient  # noqa: E402
 from jev_shared.prompt import render  # noqa: E402
@@ -45,40 +43,7 @@ from jev_shared.questions import prepare_question  # noqa: E402
 
 DOCS = ROOT / "docs"
 #: A finished one-token reply: what a model that answers with just the label sends back.
-BODY = json.dumps({
-    "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": "stub",
-    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "A"},
-                 "logprobs": {"content": [{"token": "A", "logprob": 0.0, "bytes": [65], "top_logprobs": WINDOW}]}}],
-    "usage": {"prompt_tokens": 100, "completion_tokens": 1, "total_tokens": 101},
-}).encode()
-
-
-class Stub:
-    """``with Stub(latency_s) as base_url``: every POST sleeps ``latency_s`` then sends :data:`BODY`."""
-
-    def __init__(self, latency_s: float) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                self.rfile.read(int(self.headers.get("content-length", 0)))
-                time.sleep(latency_s)
-                head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(BODY)}\r\n\r\n"
-                self.wfile.write(head.encode() + BODY)  # one write: two would meet Nagle + delayed ACK
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-
-    def __enter__(self) -> str:
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+BODY = reply_body("stop")
 
 
 def contenders(base_url: str) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
@@ -159,7 +124,7 @@ def main() -> None:
     info: dict[str, Any] = {"latency_ms": args.latency_ms, "n": args.n, "n_eight": max(20, args.n // 4),
                             "machine": machine(), "versions": {k: v for k, v in versions().items()
                                                                if k in ("jev-integrations", "openai", "jevper", "httpx")}}
-    with Stub(args.latency_ms / 1000.0) as base_url:
+    with StubServer(args.latency_ms / 1000.0, BODY) as base_url:
         fns = contenders(base_url)
         one = measure({k: v[0] for k, v in fns.items()}, args.n)
         eight = measure({k: v[1] for k, v in fns.items()}, info["n_eight"])

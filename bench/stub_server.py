@@ -14,18 +14,25 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 WINDOW = [{"token": t, "logprob": -0.1 * i, "bytes": list(t.encode())}
           for i, t in enumerate(["A", "B", "C", "D", " A", "The", "a", "b", "E", "F",
                                  "G", "H", "I", "J", "K", "L", "M", "N", "O", "P"])]
-BODY = json.dumps({
-    "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": "stub",
-    "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": "A"},
-                 "logprobs": {"content": [{"token": "A", "logprob": 0.0, "bytes": [65], "top_logprobs": WINDOW}]}}],
-    "usage": {"prompt_tokens": 100, "completion_tokens": 1, "total_tokens": 101},
-}).encode()
+
+
+def reply_body(finish_reason: str = "length") -> bytes:
+    """The one-token reply ``A``: cut at the cap ("length") or finished by the model ("stop")."""
+    return json.dumps({
+        "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": "stub",
+        "choices": [{"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": "A"},
+                     "logprobs": {"content": [{"token": "A", "logprob": 0.0, "bytes": [65], "top_logprobs": WINDOW}]}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 1, "total_tokens": 101},
+    }).encode()
+
+
+BODY = reply_body()
 
 
 class StubServer:
     """``with StubServer(latency_s=0.02) as base_url: ...``"""
 
-    def __init__(self, latency_s: float = 0.02) -> None:
+    def __init__(self, latency_s: float = 0.02, body: bytes = BODY) -> None:
         latency = latency_s
 
         class Handler(BaseHTTPRequestHandler):
@@ -35,8 +42,8 @@ class StubServer:
                 self.rfile.read(int(self.headers.get("content-length", 0)))
                 time.sleep(latency)
                 # one write for head and body: two small writes meet Nagle + delayed ACK (+40 ms)
-                head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(BODY)}\r\n\r\n"
-                self.wfile.write(head.encode() + BODY)
+                head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+                self.wfile.write(head.encode() + body)
 
             def log_message(self, *args: object) -> None:
                 pass
