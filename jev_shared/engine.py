@@ -151,7 +151,7 @@ class _Memory:
         self.missing_routes: set[str] = set()  # surfaces that answered 404 under api="auto"
         self.no_distribution: set[tuple[str, str]] = set()  # (model, surface) whose readout carries no distribution
         self.priors: dict[tuple[str, ...], list[float]] = {}  # debias: the content-free answer of each prompt
-        self.scouted: set[str] = set()  # models whose api="auto" surface was found by a first question
+        self.scouted: set[str] = set()  # models that answered a call: api="auto" knows their surface
 
     def strike(self, key: tuple[str, str]) -> None:
         with self.lock:
@@ -485,12 +485,13 @@ class _Base:
                rec: _Record) -> Flow:
         """debias=True: the answer to content-free states, asked once per prompt and model, then remembered."""
         symbols = symbols_of(prep, fmt)
-        prompts = [render(prep, cf, layout=self.layout, fmt=fmt) for cf in CONTENT_FREE]  # type: ignore[arg-type]
-        key = (self.model, surface, method, json.dumps(prompts[0], sort_keys=True))
+        first = render(prep, CONTENT_FREE[0], layout=self.layout, fmt=fmt)  # type: ignore[arg-type]
+        key = (self.model, surface, method, json.dumps(first, sort_keys=True))
         if key in self._memory.priors:
             return self._memory.priors[key]
         rows = []
-        for messages in prompts:
+        for state in CONTENT_FREE:
+            messages = render(prep, state, layout=self.layout, fmt=fmt)  # type: ignore[arg-type]
             fields, extra = request_fields(method, prep, self._cfg(), symbols)
             parsed = yield from self._call(surface, messages, fields, extra, rec)
             rows.append(read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",
@@ -635,6 +636,8 @@ class _Base:
 
     def _response(self, preps: list[Prepared], answers: list[Answer], records: list[_Record], started: float,
                   debug: bool) -> SystemOneResponse:
+        with self._memory.lock:
+            self._memory.scouted.add(self.model)  # an answered call settled the surface: no more scouts
         usage = Usage()
         for rec in records:
             usage.merge(rec.usage)
@@ -735,7 +738,6 @@ class SystemOneClient(_Base):
                     wait(futures, timeout=timeout)
                     if not futures[0].done():
                         raise DecisionTimeoutError(f"the call's total timeout of {timeout}s ran out")
-                    self._memory.scouted.add(self.model)
                     if futures[0].exception():  # the first question's error is the one reported anyway
                         raise futures[0].exception()  # type: ignore[misc]
                 left = None if timeout is None else max(0.0, timeout - (time.perf_counter() - started))
@@ -791,7 +793,6 @@ class AsyncSystemOneClient(_Base):
         head: list[Any] = []
         if self._needs_scout(len(preps)):
             head = await asyncio.gather(drive(0), return_exceptions=True)
-            self._memory.scouted.add(self.model)
             if isinstance(head[0], BaseException):  # the first question's error is the one reported anyway
                 return head + [None] * (len(preps) - 1)
         rest = await asyncio.gather(*(drive(i) for i in range(len(head), len(preps))), return_exceptions=True)
