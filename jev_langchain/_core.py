@@ -121,6 +121,20 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def signal_or_raise(resp: SystemOneResponse, question_id: str, owner: str) -> None:
+    """A readout with no label in its window is a failed decision: its uniform distribution is a
+    stand-in, not evidence, and must never open a gate (P(true) = 0.5 meets a 0.5 threshold)."""
+    if resp.no_signal(question_id):
+        raise LabelReadoutError(f"{owner}: no answer label was in the model's token window, so the model gave no "
+                                "signal; the decision failed")
+
+
+def safe_reason(error: str | None) -> str:
+    """What a blocked call tells the agent's model of a failure: its kind, never the provider's raw text."""
+    kind = (error or "").split(":", 1)[0].strip()
+    return f"the guard could not decide ({kind or 'error'})"
+
+
 def step(name: str, func: Callable[..., Any], afunc: Callable[..., Awaitable[Any]]) -> RunnableLambda:
     """The decision as its own traced run, so its model calls and its outcome show in a trace."""
     return RunnableLambda(func, afunc=afunc, name=name)

@@ -29,6 +29,7 @@ from ._core import (
     check_option,
     check_text,
     check_threshold,
+    signal_or_raise,
     step,
 )
 from .errors import GateBlocked
@@ -119,6 +120,7 @@ class JevGate(RunnableSerializable[Any, Any]):
 
     @staticmethod
     def _probability(resp: SystemOneResponse) -> float:
+        signal_or_raise(resp, QUESTION_ID, "JevGate")
         answer = resp.answers[QUESTION_ID]
         assert isinstance(answer, NoulAnswer)
         return answer.noul

@@ -34,6 +34,8 @@ from ._core import (
     check_option,
     check_text,
     check_threshold,
+    safe_reason,
+    signal_or_raise,
     step,
 )
 from .errors import ToolCallBlocked
@@ -138,6 +140,7 @@ class ToolCallGuard:
         return decision
 
     def _decision(self, call: dict[str, Any], resp: SystemOneResponse) -> GuardDecision:
+        signal_or_raise(resp, QUESTION_ID, "ToolCallGuard")
         answer = resp.answers[QUESTION_ID]
         assert isinstance(answer, NoulAnswer)
         return GuardDecision(tool=call["tool"], arguments=call["arguments"], allowed=answer.noul >= self.threshold,
@@ -153,7 +156,7 @@ class ToolCallGuard:
 
     def reason(self, decision: GuardDecision) -> str:
         if decision.probability is None:
-            return f"the guard could not decide: {decision.error}"
+            return safe_reason(decision.error)
         return f"P(allowed) = {decision.probability:.2f} < {decision.threshold}"
 
     def message(self, decision: GuardDecision) -> str:

@@ -189,15 +189,18 @@ class JevRouter(RunnableSerializable[Any, Any]):
     def _decision(self, resp: SystemOneResponse) -> RouteDecision:
         answer = resp.answers[QUESTION_ID]
         assert isinstance(answer, ChoiceAnswer)
-        method = (resp.debug or {}).get("methods", {}).get(QUESTION_ID, "unknown")
+        method = resp.method_of(QUESTION_ID) or "unknown"
         decision = RouteDecision(route=answer.choice, choice=answer.choice, probabilities=answer.probabilities,
                                  confidence=answer.confidence, method=method, latency_ms=resp.usage.latency_ms)
-        if answer.confidence >= self.min_confidence:
+        silent = resp.no_signal(QUESTION_ID)  # a uniform stand-in: the "first" route would be a guess
+        if answer.confidence >= self.min_confidence and not silent:
             return decision
         if self.default is None:
+            why = ("no route label was in the model's token window (no signal)" if silent else
+                   f"confidence {answer.confidence:.3f} in route {answer.choice!r} is below min_confidence "
+                   f"{self.min_confidence}")
             raise RouteConfidenceError(
-                f"JevRouter: confidence {answer.confidence:.3f} in route {answer.choice!r} is below min_confidence "
-                f"{self.min_confidence} and there is no default route; set default=<route> or lower min_confidence",
+                f"JevRouter: {why} and there is no default route; set default=<route> or lower min_confidence",
                 decision=decision,
             )
         return decision.model_copy(update={"route": self.default, "defaulted": True})

@@ -107,6 +107,16 @@ class SystemOneResponse(BaseModel):
     def __getitem__(self, question_id: str) -> Answer:
         return self.answers[question_id]
 
+    def method_of(self, question_id: str) -> str | None:
+        """The readout method that answered the question (``logprobs``, ``structured``, …)."""
+        return ((self.debug or {}).get("methods") or {}).get(question_id)
+
+    def no_signal(self, question_id: str) -> bool:
+        """True when no label was in the token window: the distribution is a uniform stand-in, not evidence.
+
+        A gate or guard must not open on such an answer (P(true) = 0.5 would meet a 0.5 threshold)."""
+        return question_id in ((self.debug or {}).get("no_signal") or ())
+
 
 def normalise(values: list[float]) -> list[float]:
     """Scale non-negative weights to sum 1; all zero (or nothing) reads uniform."""

@@ -11,7 +11,7 @@ import asyncio
 import contextvars
 import json
 import logging
-import re
+import math
 import threading
 import time
 from collections.abc import Generator, Mapping
@@ -32,6 +32,7 @@ from .answers import (
 from .errors import (
     ClientCapabilityError,
     DecisionTimeoutError,
+    FieldRefusedError,
     IncompleteAnswerError,
     InvalidQuestionError,
     JevError,
@@ -40,6 +41,7 @@ from .errors import (
     ProviderError,
     UnsupportedMethodError,
 )
+from .faults import READOUT_FIELDS, cannot_carry, logprobs_value_complaint, refused_field, route_missing, sent_fields
 from .methods import JSON_READOUT, METHODS, TOKEN_READOUT, MethodConfig, answer_format, example_json, request_fields
 from .prompt import LABEL, LAYOUTS, AnswerFormat, render, symbols_of
 from .questions import MAX_SINGLE_TOKEN_LABELS, Choice, Example, Noul, Prepared, Score, check_state, prepare_question
@@ -71,7 +73,7 @@ from .surfaces import (
     parse_reply,
     strip_fields,
 )
-from .transport import SURFACE_PATHS, Call, Reply, RetryPolicy, asend, send
+from .transport import NO_BUDGET, SURFACE_PATHS, Budget, Call, Reply, RetryPolicy, asend, send
 
 log = logging.getLogger("jev_shared")
 
@@ -82,26 +84,7 @@ HOSTED = ("systemone", "decisions")
 #: debias=True asks each prompt about these states once (Zhao et al. 2021, "Calibrate Before Use").
 CONTENT_FREE = ("N/A", "", "[MASK]")
 
-_FIELD_REFUSAL = re.compile(
-    r"is not supported|not supported|unrecognized request argument|extra inputs are not permitted|"
-    r"cannot find field|unknown (field|parameter)|unsupported parameter|not permitted",
-    re.IGNORECASE,
-)
-_VALUE_COMPLAINT = re.compile(r"must be (between|one of|at (least|most)|less|greater)|invalid '", re.IGNORECASE)
-#: Fields whose refusal leaves the question answerable, in the order they are dropped.
-DROPPABLE = ("chat_template_kwargs", "reasoning_effort", "response_format")
-#: Fields a token method cannot do without: refusing one refuses the readout, not an option.
-READOUT_FIELDS = ("logprobs", "top_logprobs", "include", "grammar")
-
 Flow = Generator[Call, Reply, Any]
-
-
-class FieldRefusedError(ProviderError):
-    """The server refuses a request field that the method cannot do without (e.g. ``logprobs``)."""
-
-    def __init__(self, message: str, *, field: str, status_code: int | None = None):
-        self.field = field
-        super().__init__(message, status_code=status_code)
 
 
 @dataclass
@@ -167,8 +150,13 @@ class _Memory:
         with self.lock:
             self.refused.setdefault(key, set()).add(name)
 
+    def refused_on(self, key: tuple[str, str]) -> set[str]:
+        with self.lock:
+            return set(self.refused.get(key, ()))
+
     def limits(self, model: str) -> list[str]:
-        return sorted({name for (m, _), names in self.refused.items() if m == model for name in names})
+        with self.lock:
+            return sorted({name for (m, _), names in self.refused.items() if m == model for name in names})
 
 
 def _has_path(obj: Any, *parts: str) -> bool:
@@ -237,6 +225,9 @@ class _Base:
             raise ValueError(f"max_concurrency: must be an integer >= 1, got {max_concurrency!r}")
         if not isinstance(n_retry_malformed, int) or n_retry_malformed < 0:
             raise ValueError(f"n_retry_malformed: must be an integer >= 0, got {n_retry_malformed!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries: must be an integer >= 0, got {max_retries!r}")
+        _check_timeout(timeout, ValueError)
         if client is None and api == "systemone":
             from .hosted import systemone_client
 
@@ -280,15 +271,19 @@ class _Base:
     # -- preparing a call ------------------------------------------------------------------------
 
     def _prepare(self, state: Any, questions: Mapping[str, Any], method: str | None, mode: str | None,
-                 examples: Any, labels: str | None = None) -> tuple[list[Prepared], _Opts]:
+                 examples: Any, labels: str | None = None, timeout: float | None = None) -> tuple[list[Prepared], _Opts]:
         opts = _Opts(method or self.method, mode or self.mode, labels or self.labels)
         method = opts.method
         _check_option("method", method, METHODS)
         _check_option("mode", opts.mode, MODES)
         _check_option("labels", opts.labels, LABEL_STYLES)
+        _check_timeout(timeout, InvalidQuestionError)
         check_state(state)
         if isinstance(questions, Mapping):
             for qid, q in questions.items():
+                if not isinstance(qid, str):  # str() would merge {1: q, "1": q} into one answer
+                    raise InvalidQuestionError(f"question ids must be strings, got {type(qid).__name__} {qid!r}",
+                                               field="questions")
                 if not isinstance(q, (Choice, Score, Noul, Mapping)):
                     raise InvalidQuestionError(f"expected a question, got {type(q).__name__}", question_id=str(qid))
         if not isinstance(questions, Mapping) or not questions:
@@ -396,12 +391,10 @@ class _Base:
             self._memory.strike((self.model, rec.surfaces[-1]))  # weak evidence: remembered the second time
             rec.retry_reasons.append(f"{exc}; answered with structured")
         except ProviderError as exc:
-            code = exc.status_code or 0
-            message = exc.provider_message
-            if code >= 500:
-                self._memory.strike((self.model, rec.surfaces[-1]))
-            elif not (400 <= code < 500 and _VALUE_COMPLAINT.search(message) and "logprob" in message.lower()):
-                raise  # only a value complaint about top_logprobs falls back (for this question, uncached)
+            # only a value complaint about top_logprobs falls back (for this question, uncached); an outage
+            # (5xx, connection) that outlived the retries says nothing about logprobs: it is raised as it is
+            if not logprobs_value_complaint(exc):
+                raise
             rec.retry_reasons.append(f"{exc}; answered with structured")
         else:
             self._memory.clear((self.model, rec.surfaces[-1]))  # a readable distribution proves it can
@@ -417,7 +410,7 @@ class _Base:
         try:
             return (yield from self._label_styles(prep, state, method, labels, surface, rec))
         except (LabelReadoutError, ProviderError) as exc:
-            if not (self.api == "auto" and surface == RESPONSES and CHAT in self._speaks and _cannot_carry(exc)):
+            if not (self.api == "auto" and surface == RESPONSES and CHAT in self._speaks and cannot_carry(exc)):
                 raise
             with self._memory.lock:
                 self._memory.no_distribution.add((self.model, RESPONSES))
@@ -432,14 +425,17 @@ class _Base:
                 rec.labels_note = "option names may share a first token; read with letters"
             else:
                 fmt, fold = _named(prep)
+        # letters standing in for names are a fallback: a label outside the window is floored, never read
+        # as 0, so a stray letter cannot claim a certainty the window does not support
+        fallback = labels == "names"
         try:
-            return (yield from self._read_tokens(prep, state, method, fmt, fold, surface, rec))
+            return (yield from self._read_tokens(prep, state, method, fmt, fold, surface, rec, fallback))
         except AmbiguousNamesError as exc:
             rec.labels_note = f"{exc}; re-asked with letters"
-            return (yield from self._read_tokens(prep, state, method, LABEL, None, surface, rec))
+            return (yield from self._read_tokens(prep, state, method, LABEL, None, surface, rec, True))
 
     def _read_tokens(self, prep: Prepared, state: Any, method: str, fmt: AnswerFormat, fold: Fold | None,
-                     surface: str, rec: _Record) -> Flow:
+                     surface: str, rec: _Record, floor: bool = False) -> Flow:
         symbols = symbols_of(prep, fmt)
         rec.labels_used = "letters" if fmt.symbols is None else "names"
         messages = render(prep, state, layout=self.layout, fmt=fmt)  # type: ignore[arg-type]
@@ -452,8 +448,9 @@ class _Base:
                     raise LabelReadoutError(
                         "the server sent reasoning but no answer (a reasoning-only reply); turn thinking off"
                     )
-                # a missing *name* may just be tokenised differently, so it is floored, never read as 0
-                missing = "floor" if fmt.symbols is not None else self.missing
+                # a missing *name* may just be tokenised differently, and letters standing in for names are a
+                # fallback: both are floored, never read as 0
+                missing = "floor" if floor else self.missing
                 ro = read_labels(parsed.logprobs, symbols, content=parsed.content, missing=missing,  # type: ignore[arg-type]
                                  method=method, fold=fold)
                 if ro.no_signal and self.strict_labels:
@@ -553,7 +550,7 @@ class _Base:
         """
         while True:
             call = build_call(surface, self.model, messages, fields, extra, self.extra_body)
-            strip_fields(call, self._memory.refused.get((self.model, surface), set()))
+            strip_fields(call, self._memory.refused_on((self.model, surface)))
             self._note(rec, "request", call.kwargs)
             rec.usage.n_calls += 1
             rec.surfaces.append(surface)
@@ -561,18 +558,18 @@ class _Base:
                 reply = yield call
             except ProviderError as exc:
                 rec.usage.n_retries += exc.n_retries
-                if (exc.status_code == 404 and self.api == "auto" and surface != CHAT and CHAT in self._speaks
-                        and self.model not in exc.provider_message):
+                if self.api == "auto" and surface != CHAT and CHAT in self._speaks and route_missing(exc, self.model):
                     with self._memory.lock:
                         self._memory.missing_routes.add(surface)
                     rec.retry_reasons.append(f"{surface} answered 404; re-asked on {CHAT}")
                     surface = CHAT
                     continue
-                name = self._refused_field(exc, call)
+                name = refused_field(exc, sent_fields(call.kwargs), surface)
                 if name is None:
                     raise
                 if name in READOUT_FIELDS:
-                    raise FieldRefusedError(str(exc), field=name, status_code=exc.status_code) from exc
+                    raise FieldRefusedError(str(exc), field=name, status_code=exc.status_code,
+                                            provider_message=exc.provider_message, body=exc.body) from exc
                 schema = (call.kwargs.get("response_format") or {}).get("type") == "json_schema"
                 self._memory.refuse((self.model, surface),
                                     "response_format:json_schema" if name == "response_format" and schema else name)
@@ -584,21 +581,6 @@ class _Base:
             self._note(rec, "response", reply.body)
             check_refusal(parsed)
             return parsed
-
-    @staticmethod
-    def _refused_field(exc: ProviderError, call: Call) -> str | None:
-        """The sent field a 4xx refuses by name (never a refused *value*), or None."""
-        if not exc.status_code or not 400 <= exc.status_code < 500:
-            return None
-        message = exc.provider_message
-        if not _FIELD_REFUSAL.search(message) or _VALUE_COMPLAINT.search(message):
-            return None
-        sent = [k for k in call.kwargs if k not in ("model", "messages", "extra_body")]
-        sent += list(call.kwargs.get("extra_body", {}))
-        for name in sorted(sent, key=len, reverse=True):
-            if re.search(rf"\b{re.escape(name)}\b", message):
-                return name
-        return None
 
     def _note(self, rec: _Record, kind: str, payload: Any) -> None:
         if rec.debug:
@@ -663,15 +645,6 @@ class _Base:
                                  debug=dbg)
 
 
-def _cannot_carry(exc: Exception) -> bool:
-    """The surface, not the provider's health, failed the readout: no logprobs, or a 4xx about them."""
-    if isinstance(exc, LabelReadoutError):
-        return exc.provider_cannot
-    code = getattr(exc, "status_code", None) or 0
-    message = getattr(exc, "provider_message", str(exc)).lower()
-    return isinstance(exc, FieldRefusedError) or (400 <= code < 500 and ("logprob" in message or "include" in message))
-
-
 def _has_tokens(logprobs: Any) -> bool:
     content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
     return bool(content)
@@ -681,6 +654,15 @@ def _check_option(name: str, value: Any, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         exc = UnsupportedMethodError if name == "method" else ValueError
         raise exc(f"{name}: must be one of {list(allowed)}, got {value!r}")
+
+
+def _check_timeout(value: Any, error: type[Exception]) -> None:
+    """A total timeout is None or a finite number of seconds above 0 (inf would overflow the thread wait)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        message = f"must be None or a finite number of seconds > 0, got {value!r}"
+        raise error(message, field="timeout") if error is InvalidQuestionError else error(f"timeout: {message}")
 
 
 def _first_error(errors: list[BaseException | None]) -> BaseException | None:
@@ -694,12 +676,12 @@ class SystemOneClient(_Base):
     >>> client.system_one(state="...", questions={"team": Choice(instructions="...", criteria={...})})
     """
 
-    def _drive(self, flow: Flow) -> Any:
+    def _drive(self, flow: Flow, budget: Budget = NO_BUDGET) -> Any:
         try:
             call = next(flow)
             while True:
                 try:
-                    reply = send(self.client, call, self.retry_policy)
+                    reply = send(self.client, call, self.retry_policy, budget)
                 except ProviderError as exc:
                     call = flow.throw(exc)
                 else:
@@ -711,19 +693,20 @@ class SystemOneClient(_Base):
                    mode: str | None = None, labels: str | None = None, examples: Any = None,
                    timeout: float | None = None, debug: bool | None = None) -> SystemOneResponse:
         """Answer every question about ``state``; answers keep question order."""
-        preps, opts = self._prepare(state, questions, method, mode, examples, labels)
+        preps, opts = self._prepare(state, questions, method, mode, examples, labels, timeout)
         debug = self.debug if debug is None else debug
         timeout = self.timeout if timeout is None else timeout
         started = time.perf_counter()
         records = [_Record(debug) for _ in preps]
+        budget = Budget.of(timeout)
 
         def run(i: int) -> Answer:
-            return self._drive(self._flow(preps[i], state, opts, records[i]))
+            return self._drive(self._flow(preps[i], state, opts, records[i]), budget)
 
         results: list[Any] = [None] * len(preps)
         errors: list[BaseException | None] = [None] * len(preps)
         if self.api in HOSTED:
-            results = self._drive(self._hosted_flow(preps, state, records[0]))
+            results = self._drive(self._hosted_flow(preps, state, records[0]), budget)
             errors = [r if isinstance(r, Exception) else None for r in results]
             records = self._hosted_records(preps, records[0])
         elif len(preps) == 1 and timeout is None:
@@ -737,6 +720,7 @@ class SystemOneClient(_Base):
                     futures.append(pool.submit(contextvars.copy_context().run, run, 0))
                     wait(futures, timeout=timeout)
                     if not futures[0].done():
+                        budget.cancel()
                         raise DecisionTimeoutError(f"the call's total timeout of {timeout}s ran out")
                     if futures[0].exception():  # the first question's error is the one reported anyway
                         raise futures[0].exception()  # type: ignore[misc]
@@ -746,6 +730,7 @@ class SystemOneClient(_Base):
                 if not pending or any(f.exception() for f in done):
                     wait(futures, timeout=left)  # let the rest finish, so the first error is in question order
                 if any(not f.done() for f in futures):
+                    budget.cancel()  # no question may send another request for a call that has failed
                     raise DecisionTimeoutError(f"the call's total timeout of {timeout}s ran out")
                 for i, f in enumerate(futures):
                     errors[i] = f.exception()
@@ -770,13 +755,13 @@ class SystemOneClient(_Base):
 class AsyncSystemOneClient(_Base):
     """The async twin of :class:`SystemOneClient`, over an async client (``openai.AsyncOpenAI``)."""
 
-    async def _drive(self, flow: Flow, sem: asyncio.Semaphore) -> Any:
+    async def _drive(self, flow: Flow, sem: asyncio.Semaphore, budget: Budget = NO_BUDGET) -> Any:
         try:
             call = next(flow)
             while True:
                 try:
                     async with sem:
-                        reply = await asend(self.client, call, self.retry_policy)
+                        reply = await asend(self.client, call, self.retry_policy, budget)
                 except ProviderError as exc:
                     call = flow.throw(exc)
                 else:
@@ -785,10 +770,10 @@ class AsyncSystemOneClient(_Base):
             return stop.value
 
     async def _answer_all(self, preps: list[Prepared], state: Any, opts: _Opts, records: list[_Record],
-                          sem: asyncio.Semaphore) -> list[Any]:
+                          sem: asyncio.Semaphore, budget: Budget) -> list[Any]:
         """Every question's flow as a task; a scout question first when the surface is still unknown."""
         def drive(i: int) -> Any:
-            return self._drive(self._flow(preps[i], state, opts, records[i]), sem)
+            return self._drive(self._flow(preps[i], state, opts, records[i]), sem, budget)
 
         head: list[Any] = []
         if self._needs_scout(len(preps)):
@@ -802,20 +787,22 @@ class AsyncSystemOneClient(_Base):
                          mode: str | None = None, labels: str | None = None, examples: Any = None,
                          timeout: float | None = None, debug: bool | None = None) -> SystemOneResponse:
         """Answer every question about ``state``; answers keep question order."""
-        preps, opts = self._prepare(state, questions, method, mode, examples, labels)
+        preps, opts = self._prepare(state, questions, method, mode, examples, labels, timeout)
         debug = self.debug if debug is None else debug
         timeout = self.timeout if timeout is None else timeout
         started = time.perf_counter()
         records = [_Record(debug) for _ in preps]
         sem = asyncio.Semaphore(self.max_concurrency)
+        budget = Budget.of(timeout)
         if self.api in HOSTED:
-            gathered = self._drive(self._hosted_flow(preps, state, records[0]), sem)
+            gathered = self._drive(self._hosted_flow(preps, state, records[0]), sem, budget)
             records = self._hosted_records(preps, records[0])
         else:
-            gathered = self._answer_all(preps, state, opts, records, sem)
+            gathered = self._answer_all(preps, state, opts, records, sem, budget)
         try:
             results = await asyncio.wait_for(gathered, timeout) if timeout is not None else await gathered
         except TimeoutError:
+            budget.cancel()
             raise DecisionTimeoutError(f"the call's total timeout of {timeout}s ran out") from None
         err = _first_error([r if isinstance(r, BaseException) else None for r in results])
         if err is not None:

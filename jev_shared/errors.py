@@ -78,5 +78,13 @@ class ProviderError(JevError):
         super().__init__(message)
 
 
+class FieldRefusedError(ProviderError):
+    """The server refuses a request field that the method cannot do without (e.g. ``logprobs``)."""
+
+    def __init__(self, message: str, *, field: str, status_code: int | None = None, **kw: Any):
+        self.field = field
+        super().__init__(message, status_code=status_code, **kw)
+
+
 class DecisionTimeoutError(ProviderError, TimeoutError):
     """The call's total timeout ran out before every question was answered."""

@@ -20,7 +20,7 @@ from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, build_answer
 from .errors import InvalidQuestionError, ModelRefusalError, ProviderError, UnsupportedMethodError
 from .prompt import render_state
 from .questions import Prepared, is_chat
-from .transport import Call
+from .transport import Call, MalformedReplyError
 
 DEFAULTS = {"method": "auto", "labels": "names", "layout": "state_last", "top_logprobs": 20, "thinking": None,
             "missing": "zero", "strict_labels": False, "mode": "system1", "debias": False}
@@ -91,9 +91,20 @@ def _decision_question(p: Prepared) -> dict[str, Any]:
 
 
 def parse(api: str, body: dict[str, Any], preps: list[Prepared]) -> tuple[list[Answer | Exception], tuple[Any, Any]]:
-    """Answers in question order (an Exception where a question was refused) and (input, output) tokens."""
+    """Answers in question order (an Exception where a question was refused) and (input, output) tokens.
+
+    A body whose fields have the wrong types is a provider fault, never a raw exception."""
+    try:
+        return _parse(api, body, preps)
+    except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+        raise MalformedReplyError(f"the {api} reply does not have the documented shape ({type(exc).__name__}: "
+                                  f"{exc})", status_code=200) from None
+
+
+def _parse(api: str, body: dict[str, Any], preps: list[Prepared]) -> tuple[list[Answer | Exception], tuple[Any, Any]]:
     usage = body.get("usage") or {}
-    tokens = (usage.get("input_tokens"), usage.get("output_tokens"))
+    tokens = tuple(v if isinstance(v, int) and not isinstance(v, bool) else None
+                   for v in (usage.get("input_tokens"), usage.get("output_tokens")))
     if api == "systemone":
         answers = body.get("answers") or {}
         return [_systemone_answer(p, answers.get(p.id)) for p in preps], tokens

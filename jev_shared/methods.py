@@ -71,7 +71,7 @@ def answer_format(method: str, prep: Prepared) -> AnswerFormat:
     if method in TOKEN_READOUT:
         return LABEL
     ask = _NOUL_ASKS.get(method, _ASKS[method]) if prep.kind == "noul" else _ASKS[method]
-    return AnswerFormat("json", schema_for(method, prep), ask)
+    return AnswerFormat(kind="json", schema=schema_for(method, prep), ask=ask)
 
 
 def example_json(method: str, prep: Prepared):

@@ -118,6 +118,9 @@ def prepare_question(qid: str, raw: Any, method: str, shared_examples: tuple[Exa
     if not isinstance(qid, str) or not qid.strip():
         raise InvalidQuestionError("question ids must be non-empty strings", question_id=repr(qid))
     q = _coerce(qid, raw)
+    bad = question_text_fault(q) or (None if _text_fault(qid) is None else ("id", _text_fault(qid)))
+    if bad:
+        raise InvalidQuestionError(bad[1], question_id=qid.encode("utf-8", "replace").decode(), field=bad[0])
     if not q.instructions.strip():
         raise InvalidQuestionError("must not be empty", question_id=qid, field="instructions")
     if isinstance(q, Choice):
@@ -193,20 +196,51 @@ def prepare_questions(
     return [prepare_question(qid, q, method, shared_examples) for qid, q in questions.items()]
 
 
-def _finite(value: Any, path: str) -> str | None:
-    """Return the path of the first NaN/Infinity in a JSON-like value, or None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return path
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            bad = _finite(v, f"{path}.{k}")
+#: States nest no deeper than this: deeper ones are not data a model reads, and would exhaust the stack.
+MAX_STATE_DEPTH = 100
+
+
+def _text_fault(text: str) -> str | None:
+    """Why a string cannot go over the wire (a lone surrogate is not UTF-8), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"holds {text[exc.start:exc.end]!r}, which is not valid Unicode text (a lone surrogate)"
+    return None
+
+
+def _state_fault(value: Any, path: str) -> str | None:
+    """The first thing in a JSON-like value that cannot be sent (NaN, too deep, bad text), or None.
+
+    Iterative, so a value nested thousands deep is refused rather than overflowing the stack."""
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if depth > MAX_STATE_DEPTH:
+            return f"nests deeper than {MAX_STATE_DEPTH} levels (at {where[:80]}…)"
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"holds a NaN or Infinity at {where}; JSON cannot carry it"
+        if isinstance(item, str):
+            bad = _text_fault(item)
             if bad:
-                return bad
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            bad = _finite(v, f"{path}[{i}]")
-            if bad:
-                return bad
+                return f"{bad} at {where}"
+        elif isinstance(item, Mapping):
+            for k, v in item.items():
+                bad = _text_fault(k) if isinstance(k, str) else None
+                if bad:
+                    return f"{bad} in a key at {where}"
+                stack.append((v, f"{where}.{k}", depth + 1))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
+    return None
+
+
+def question_text_fault(q: BaseModel) -> tuple[str, str] | None:
+    """(field, why) for the first text in a question that cannot be sent, or None."""
+    for name in ("instructions", "criteria"):
+        bad = _state_fault(getattr(q, name, None), name)
+        if bad:
+            return name, bad
     return None
 
 
@@ -224,15 +258,16 @@ def check_state(state: Any, *, question_id: str | None = None, field: str = "sta
     if isinstance(state, str):
         if not state.strip():
             raise InvalidQuestionError("must not be empty", question_id=question_id, field=field)
+        bad = _text_fault(state)
+        if bad:
+            raise InvalidQuestionError(bad, question_id=question_id, field=field)
         return
     if isinstance(state, (Mapping, list, tuple)):
         if not state:
             raise InvalidQuestionError("must not be empty", question_id=question_id, field=field)
-        bad = _finite(state, field)
+        bad = _state_fault(state, field)
         if bad:
-            raise InvalidQuestionError(
-                f"holds a NaN or Infinity at {bad}; JSON cannot carry it", question_id=question_id, field=field
-            )
+            raise InvalidQuestionError(bad, question_id=question_id, field=field)
         try:
             json.dumps(state, allow_nan=False)
         except (TypeError, ValueError) as exc:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import IncompleteAnswerError, ModelRefusalError
-from .transport import Call
+from .transport import Call, MalformedReplyError
 
 CHAT = "chat_completions"
 RESPONSES = "responses"
@@ -219,7 +219,49 @@ def build_call(surface: str, model: str, messages: list[dict[str, Any]], fields:
 
 
 def parse_reply(surface: str, body: dict[str, Any]) -> Parsed:
-    return PARSERS[surface](body)
+    """The reply in the common shape; one whose fields have the wrong types is a provider fault."""
+    try:
+        parsed = PARSERS[surface](body)
+        _check_types(parsed)
+    except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
+        raise MalformedReplyError(f"the {surface} reply does not have the documented shape "
+                                  f"({type(exc).__name__}: {exc})", status_code=200) from None
+    return parsed
+
+
+def _check_types(p: Parsed) -> None:
+    for name in ("content", "finish", "refusal"):
+        value = getattr(p, name)
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} is a {type(value).__name__}, not text")
+    if p.logprobs is None:
+        return
+    if not isinstance(p.logprobs, dict):
+        raise TypeError(f"logprobs is a {type(p.logprobs).__name__}, not an object")
+    entries = p.logprobs.get("content")
+    if entries is None:
+        return
+    if not isinstance(entries, list):
+        raise TypeError(f"logprobs.content is a {type(entries).__name__}, not a list")
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise TypeError("a logprobs entry is not an object")
+        _check_logprob(entry)
+        window = entry.get("top_logprobs")
+        if window is not None and not isinstance(window, list):
+            raise TypeError("top_logprobs is not a list")
+        for alt in window or []:
+            if not isinstance(alt, dict):
+                raise TypeError("a top_logprobs entry is not an object")
+            _check_logprob(alt)
+
+
+def _check_logprob(entry: dict[str, Any]) -> None:
+    token, lp = entry.get("token"), entry.get("logprob")
+    if token is not None and not isinstance(token, str):
+        raise TypeError(f"token {token!r} is not text")
+    if lp is not None and (isinstance(lp, bool) or not isinstance(lp, (int, float))):
+        raise TypeError(f"logprob {lp!r} is not a number")
 
 
 # --- failures every surface shares -----------------------------------------------------------------

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
-from tenacity.wait import wait_exponential_jitter
 
-from .errors import ProviderError
+from .errors import DecisionTimeoutError, ProviderError
+from .redact import redact, redact_text
 
 TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 MAX_RETRY_AFTER_S = 60.0
@@ -29,6 +31,40 @@ class RetryPolicy:
     max_retries: int = 3
     initial_s: float = 0.5
     max_s: float = 8.0
+
+
+@dataclass
+class Budget:
+    """The call's total time, shared by its questions' requests.
+
+    No attempt starts once the budget ran out or the call was given up (``cancel``), and each
+    attempt is capped by what is left, so no request leaves after the call has failed.
+    """
+
+    deadline: float | None = None  # time.perf_counter() value
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    timeout_s: float | None = None
+
+    @classmethod
+    def of(cls, timeout_s: float | None) -> Budget:
+        deadline = None if timeout_s is None else time.perf_counter() + timeout_s
+        return cls(deadline, timeout_s=timeout_s)
+
+    def left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.perf_counter()
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+    def check(self) -> None:
+        """Raise rather than start an attempt the call can no longer use."""
+        left = self.left()
+        if self.cancelled.is_set() or (left is not None and left <= 0):
+            raise DecisionTimeoutError(f"the call's total timeout of {self.timeout_s}s ran out"
+                                       if left is not None and left <= 0 else "the call was given up")
+
+
+NO_BUDGET = Budget()
 
 
 @dataclass
@@ -47,13 +83,34 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+class MalformedReplyError(ProviderError):
+    """A 200 whose body is not the JSON object the surface documents (HTML, not UTF-8, wrong types)."""
+
+
 def to_dict(obj: Any) -> dict[str, Any]:
-    """SDK objects (pydantic), raw SDK responses, mappings, and plain objects → dict."""
+    """SDK objects (pydantic), raw SDK responses, mappings, and plain objects → dict.
+
+    A body that is not a JSON object is a provider fault, raised as :class:`MalformedReplyError`.
+    """
+    try:
+        body = _as_dict(obj)
+    except (ValueError, TypeError, AttributeError) as exc:  # JSONDecodeError, UnicodeDecodeError among them
+        raise MalformedReplyError(f"the provider's reply is not JSON ({type(exc).__name__}: {exc})",
+                                  status_code=200) from None
+    if not isinstance(body, dict):
+        raise MalformedReplyError(f"the provider's reply is JSON but not an object (a {type(body).__name__})",
+                                  status_code=200)
+    return body
+
+
+def _as_dict(obj: Any) -> Any:
     if obj is None:
         return {}
     http = getattr(obj, "http_response", None)
     if http is not None:  # a with_raw_response reply: read the JSON body as sent
         return json.loads(http.content)
+    if isinstance(obj, (str, bytes)):
+        return json.loads(obj)
     if isinstance(obj, Mapping):
         return dict(obj)
     dump = getattr(obj, "model_dump", None)
@@ -116,35 +173,65 @@ def provider_message(exc: BaseException) -> str:
     return str(exc)
 
 
-def _wait(policy: RetryPolicy):
-    backoff = wait_exponential_jitter(initial=policy.initial_s, max=policy.max_s)
+def backoff_s(policy: RetryPolicy, attempt: int) -> float:
+    """Exponential backoff with full jitter on top: initial·2^(n−1) + U(0, initial), capped."""
+    return min(policy.max_s, policy.initial_s * 2 ** (attempt - 1) + random.uniform(0, policy.initial_s))
 
+
+def _wait(policy: RetryPolicy, budget: Budget):
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         told = retry_after_s(exc)
-        return told if told is not None else backoff(state)
+        delay = told if told is not None else backoff_s(policy, state.attempt_number)
+        left = budget.left()
+        return delay if left is None else max(0.0, min(delay, left))  # the next check() ends a spent budget
 
     return wait
 
 
-def _wrap(exc: BaseException, retries: int) -> ProviderError:
+def _wrap(exc: BaseException, retries: int, secrets: tuple[str, ...] = ()) -> ProviderError:
+    """The SDK's exception as a ProviderError; every text in it redacted (proxies echo keys back)."""
+    if isinstance(exc, ProviderError):
+        return exc
     code = status_of(exc)
     headers = getattr(getattr(exc, "response", None), "headers", None) or {}
     request_id = headers.get("x-typesafe-request-id") or headers.get("x-request-id") if headers else None
-    said = provider_message(exc)
+    said = redact_text(provider_message(exc), secrets)
     return ProviderError(
         f"provider error{f' {code}' if code else ''}: {said}"
         + (f" (request id {request_id})" if request_id else "")
         + (f" (after {retries} retries)" if retries else ""),
-        status_code=code, provider_message=said, body=getattr(exc, "body", None), request_id=request_id,
-        n_retries=retries,
+        status_code=code, provider_message=said, body=redact(getattr(exc, "body", None), secrets),
+        request_id=request_id, n_retries=retries,
     )
+
+
+def client_secrets(client: Any) -> tuple[str, ...]:
+    """The client's own credentials, so an echo of them is redacted whatever their shape."""
+    found = []
+    for name in ("api_key", "auth_token"):
+        value = getattr(client, name, None)
+        if isinstance(value, str) and len(value) >= 6:
+            found.append(value)
+    return tuple(found)
+
+
+def _sdk_timeout(client: Any, budget: Budget) -> dict[str, float]:
+    """Cap one attempt by what is left of the budget (the openai and anthropic SDKs take ``timeout``)."""
+    left = budget.left()
+    if left is None or type(client).__module__.split(".")[0] not in ("openai", "anthropic"):
+        return {}
+    return {"timeout": max(left, 0.001)}
 
 
 def resolve(client: Any, surface: str):
     """The bound create method for a surface: chat.completions.create, responses.create, …"""
     if surface == "systemone":  # a plain POST through the client, so its base URL and key apply
-        return lambda path, body: client.post(path, body=body, cast_to=object)
+        def post(path: str, body: Any, timeout: float | None = None) -> Any:
+            options = {"timeout": timeout} if timeout is not None else {}
+            return client.post(path, body=body, cast_to=object, options=options)
+
+        return post
     obj = client
     for part in SURFACE_PATHS[surface][:-1]:
         obj = getattr(obj, part)
@@ -163,50 +250,43 @@ SURFACE_PATHS = {
 }
 
 
-def send(client: Any, call: Call, policy: RetryPolicy) -> Reply:
+def _retrying(policy: RetryPolicy, budget: Budget, count: Any) -> dict[str, Any]:
+    """What the sync and async retry loops share."""
+    return {"stop": stop_after_attempt(policy.max_retries + 1), "wait": _wait(policy, budget),
+            "retry": retry_if_exception(is_transient), "before_sleep": count, "reraise": True}
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __call__(self, _: RetryCallState) -> None:
+        self.n += 1
+
+
+def send(client: Any, call: Call, policy: RetryPolicy, budget: Budget = NO_BUDGET) -> Reply:
     create = resolve(client, call.surface)
-    retries = 0
-
-    def count(_: RetryCallState) -> None:
-        nonlocal retries
-        retries += 1
-
+    retries = _Counter()
     start = time.perf_counter()
     try:
-        for attempt in Retrying(
-            stop=stop_after_attempt(policy.max_retries + 1),
-            wait=_wait(policy),
-            retry=retry_if_exception(is_transient),
-            before_sleep=count,
-            reraise=True,
-        ):
+        for attempt in Retrying(**_retrying(policy, budget, retries)):
+            budget.check()
             with attempt:
-                raw = create(**call.kwargs)
+                raw = create(**call.kwargs, **_sdk_timeout(client, budget))
     except Exception as exc:  # noqa: BLE001 - classified here, re-raised typed
-        raise _wrap(exc, retries) from exc
-    return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries)
+        raise _wrap(exc, retries.n, client_secrets(client)) from exc
+    return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries.n)
 
 
-async def asend(client: Any, call: Call, policy: RetryPolicy) -> Reply:
+async def asend(client: Any, call: Call, policy: RetryPolicy, budget: Budget = NO_BUDGET) -> Reply:
     create = resolve(client, call.surface)
-    retries = 0
-
-    def count(_: RetryCallState) -> None:
-        nonlocal retries
-        retries += 1
-
+    retries = _Counter()
     start = time.perf_counter()
     try:
-        async for attempt in AsyncRetrying(
-            stop=stop_after_attempt(policy.max_retries + 1),
-            wait=_wait(policy),
-            retry=retry_if_exception(is_transient),
-            before_sleep=count,
-            sleep=asyncio.sleep,
-            reraise=True,
-        ):
+        async for attempt in AsyncRetrying(sleep=asyncio.sleep, **_retrying(policy, budget, retries)):
+            budget.check()
             with attempt:
-                raw = await create(**call.kwargs)
+                raw = await create(**call.kwargs, **_sdk_timeout(client, budget))
     except Exception as exc:  # noqa: BLE001
-        raise _wrap(exc, retries) from exc
-    return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries)
+        raise _wrap(exc, retries.n, client_secrets(client)) from exc
+    return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries.n)

@@ -179,12 +179,23 @@ DOCUMENTED: dict[str, tuple[str, list[dict[str, Any]]]] = {
          interaction(STRUCTURED),
          interaction(completion("A", finish="length", logprobs=LABELLED))],
     ),
-    "documented_500_then_structured": (
-        "A 5xx that survives the retries (OpenAI models that fail on top_logprobs); then structured",
+    "documented_500_outage": (
+        "A 5xx that outlives the retries (an outage), then the server is back: logprobs again",
         [interaction(error(500, "The server had an error while processing your request."), 500),
-         interaction(STRUCTURED),
          interaction(error(500, "The server had an error while processing your request."), 500),
+         interaction(completion("A", finish="length", logprobs=LABELLED))],
+    ),
+    "documented_400_logprobs_unsupported": (
+        "A 400 that refuses logprobs only in its structured fields (param, code): then structured",
+        [interaction(error(400, "This model does not support logprobs", param="logprobs",
+                           code="unsupported_parameter"), 400),
          interaction(STRUCTURED)],
+    ),
+    "documented_responses_400_logprobs": (
+        "A Responses 400 'logprobs is not supported' (logprobs ride in include there): then structured",
+        [interaction(error(400, "logprobs is not supported"), 400, uri=RESPONSES_URI),
+         interaction(response(json.dumps({"probabilities": {"billing": 0.7, "technical": 0.2, "sales": 0.1}})),
+                     uri=RESPONSES_URI)],
     ),
     "documented_openai_minus_9999": (
         "OpenAI: tokens outside the window reported with logprob -9999.0",

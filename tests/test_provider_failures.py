@@ -137,14 +137,35 @@ def test_a_refused_value_falls_back_for_that_question_without_caching(documented
     assert second.debug["methods"] == {"team": "logprobs"}  # tried again: nothing was cached
 
 
-def test_a_5xx_that_survives_retries_falls_back_and_counts_on_the_second_time(documented):
+def test_an_outage_is_raised_and_never_changes_the_method(documented):
+    """A 5xx that outlives the retries says nothing about logprobs: no structured re-ask, no strike."""
     client = engine(method="auto", max_retries=0)
-    with documented("documented_500_then_structured") as cas:
-        first = client.system_one(TICKET, {"team": TEAM})
-        second = client.system_one(TICKET, {"team": TEAM})
+    with documented("documented_500_outage") as cas:
+        for _ in range(2):
+            with pytest.raises(ProviderError) as info:
+                client.system_one(TICKET, {"team": TEAM})
+            assert info.value.status_code == 500
+        back = client.system_one(TICKET, {"team": TEAM})  # two outages: still logprobs once the server is back
+    assert cas.all_played and cas.play_count == 3
+    assert back.debug["methods"] == {"team": "logprobs"} and back.answers["team"].choice == "billing"
+
+
+def test_a_logprobs_refusal_in_structured_fields_falls_back(documented):
+    """param='logprobs', code='unsupported_parameter', and a message no regex was written for."""
+    client = engine(method="auto")
+    with documented("documented_400_logprobs_unsupported") as cas:
+        resp = client.system_one(TICKET, {"team": TEAM})
     assert cas.all_played
-    assert first.debug["methods"] == second.debug["methods"] == {"team": "structured"}
-    assert "500" in first.debug["retry_reasons"]["team"][0]
+    assert resp.debug["methods"] == {"team": "structured"} and resp.answers["team"].choice == "billing"
+
+
+def test_a_responses_logprobs_refusal_falls_back(documented):
+    """On Responses the logprobs ride in `include`: a 400 'logprobs is not supported' refuses that."""
+    client = engine(method="auto", api="responses")
+    with documented("documented_responses_400_logprobs") as cas:
+        resp = client.system_one(TICKET, {"team": TEAM})
+    assert cas.all_played
+    assert resp.debug["methods"] == {"team": "structured"} and resp.answers["team"].choice == "billing"
 
 
 def test_openai_minus_9999(documented):
