@@ -15,6 +15,7 @@ from .errors import (
     ProviderError,
     UnsupportedMethodError,
 )
+from .pair import ClientPair
 from .questions import MAX_CHOICE_OPTIONS, MAX_SINGLE_TOKEN_LABELS, Choice, Example, Noul, Score
 
 __all__ = [
@@ -22,6 +23,6 @@ __all__ = [
     "ChoiceAnswer", "ScoreAnswer", "NoulAnswer", "Answer", "SystemOneResponse", "Usage", "answer_confidence",
     "JevError", "InvalidQuestionError", "UnsupportedMethodError", "ClientCapabilityError", "LabelReadoutError",
     "MalformedAnswerError", "ModelRefusalError", "IncompleteAnswerError", "ProviderError", "DecisionTimeoutError",
-    "FieldRefusedError", "MAX_SINGLE_TOKEN_LABELS", "MAX_CHOICE_OPTIONS",
+    "FieldRefusedError", "MAX_SINGLE_TOKEN_LABELS", "MAX_CHOICE_OPTIONS", "ClientPair",
 ]
 __version__ = "0.1.0"

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from .errors import InvalidQuestionError
 
@@ -44,10 +44,19 @@ class _Question(BaseModel):
 
 
 class Choice(_Question):
-    """Pick one option; ``criteria`` maps each option key to its description, in order."""
+    """Pick one option; ``criteria`` maps each option key to its description, in order.
+
+    A description may be ``None`` (the key alone says it), as LangChain's ``Choice`` allows."""
 
     type: Literal["choice"] = "choice"
     criteria: dict[str, str]
+
+    @field_validator("criteria", mode="before")
+    @classmethod
+    def _no_description(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {k: "" if v is None else v for k, v in value.items()}
+        return value
 
 
 class Score(_Question):

@@ -109,3 +109,15 @@ def test_no_questions_and_bad_options_are_refused():
         client(layout="sideways")
     with pytest.raises(ValueError, match="method"):
         client(method="telepathy")
+
+
+def test_a_choice_description_may_be_none_as_in_langchain():
+    from jev_shared import Choice
+    from jev_shared.prompt import render
+    from jev_shared.questions import prepare_question
+
+    prep = prepare_question("team", Choice(instructions="Which team?", criteria={"billing": None, "sales": "deals"}),
+                            "logprobs")
+    assert prep.descriptions == ("", "deals")
+    system = render(prep, "x")[0]["content"]
+    assert "A: billing\nB: sales — deals" in system
