@@ -213,27 +213,21 @@ def test_limits_is_safe_while_other_threads_learn():
     from jev_shared.engine import _Memory
 
     memory = _Memory()
-    stop = threading.Event()
     errors: list[BaseException] = []
 
     def learn() -> None:
-        i = 0
-        while not stop.is_set():
+        for i in range(3000):
             memory.refuse(("m", f"s{i}"), f"f{i}")
-            i += 1
 
     writer = threading.Thread(target=learn)
     writer.start()
-    try:
-        for _ in range(2000):
-            try:
-                memory.limits("m")
-            except RuntimeError as exc:  # "dictionary changed size during iteration"
-                errors.append(exc)
-    finally:
-        stop.set()
-        writer.join()
-    assert errors == []
+    while writer.is_alive():
+        try:
+            memory.limits("m")
+        except RuntimeError as exc:  # "dictionary changed size during iteration"
+            errors.append(exc)
+    writer.join()
+    assert errors == [] and len(memory.limits("m")) == 3000
 
 
 def test_every_engine_error_is_a_jev_error():
