@@ -164,9 +164,9 @@ def openai_client(base_url: str, meter: Meter) -> Any:
 def bare_call(base_url: str, model: str, meter: Meter) -> Contender:
     """One raw chat.completions.create with the engine's own prompt and a one-token cap."""
     from jev_shared import Choice
+    from jev_shared.labels import name_fold
     from jev_shared.prompt import AnswerFormat, render
     from jev_shared.questions import prepare_question
-    from jev_shared.readout import name_fold
 
     client = openai_client(base_url, meter)
     prep = prepare_question("route", Choice(instructions=INSTRUCTIONS, criteria=ROUTES), "logprobs")

@@ -42,24 +42,12 @@ from .errors import (
     UnsupportedMethodError,
 )
 from .faults import READOUT_FIELDS, cannot_carry, logprobs_value_complaint, refused_field, route_missing, sent_fields
+from .json_readout import parse_object, read_discrete, read_ratings, read_structured, strip_think
+from .labels import AmbiguousNamesError, Fold, digit_fold, name_fold, names_collide, yes_no_fold
 from .methods import JSON_READOUT, METHODS, TOKEN_READOUT, MethodConfig, answer_format, example_json, request_fields
 from .prompt import LABEL, LAYOUTS, AnswerFormat, render, symbols_of
 from .questions import MAX_SINGLE_TOKEN_LABELS, Choice, Example, Noul, Prepared, Score, check_state, prepare_question
-from .readout import (
-    AmbiguousNamesError,
-    Fold,
-    digit_fold,
-    divide_prior,
-    name_fold,
-    names_collide,
-    parse_object,
-    read_discrete,
-    read_labels,
-    read_ratings,
-    read_structured,
-    strip_think,
-    yes_no_fold,
-)
+from .readout import divide_prior, read_labels
 from .redact import redact
 from .surfaces import (
     CHAT,
@@ -275,8 +263,8 @@ class _Base:
         opts = _Opts(method or self.method, mode or self.mode, labels or self.labels)
         method = opts.method
         _check_option("method", method, METHODS)
-        _check_option("mode", opts.mode, MODES)
-        _check_option("labels", opts.labels, LABEL_STYLES)
+        _check_option("mode", opts.mode, MODES, InvalidQuestionError)
+        _check_option("labels", opts.labels, LABEL_STYLES, InvalidQuestionError)
         _check_timeout(timeout, InvalidQuestionError)
         check_state(state)
         if isinstance(questions, Mapping):
@@ -650,10 +638,13 @@ def _has_tokens(logprobs: Any) -> bool:
     return bool(content)
 
 
-def _check_option(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+def _check_option(name: str, value: Any, allowed: tuple[str, ...], error: type[Exception] = ValueError) -> None:
+    """Constructor options raise ValueError; per-call ones a JevError (InvalidQuestionError naming the field)."""
     if value not in allowed:
-        exc = UnsupportedMethodError if name == "method" else ValueError
-        raise exc(f"{name}: must be one of {list(allowed)}, got {value!r}")
+        message = f"must be one of {list(allowed)}, got {value!r}"
+        if name == "method":
+            raise UnsupportedMethodError(f"{name}: {message}")
+        raise error(message, field=name) if error is InvalidQuestionError else error(f"{name}: {message}")
 
 
 def _check_timeout(value: Any, error: type[Exception]) -> None:

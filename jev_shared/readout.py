@@ -1,93 +1,25 @@
 """Readout: a provider's token window → a distribution over a question's labels.
 
 Works on plain dicts (the transport normalises SDK objects), so it is pure and easy to test.
+The folds that map tokens to labels are in :mod:`labels`; JSON answers are read in :mod:`json_readout`.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import LabelReadoutError, MalformedAnswerError
-
-
-class AmbiguousNamesError(LabelReadoutError):
-    """Option names whose first tokens collide: read with letters instead."""
+from .errors import LabelReadoutError
+from .labels import AMBIGUOUS, AmbiguousNamesError, Fold, letter_fold
 
 Missing = Literal["zero", "floor"]
-_OPEN = "([{\"'*"
-_CLOSE = ".):]}\"',*"
 
 
 #: A prior below this is treated as this: dividing by a near-zero share would crown a label the
 #: model never names.
 PRIOR_FLOOR = 1e-3
-
-
-def fold_label(token: str, labels: frozenset[str]) -> str | None:
-    """" B", "b", "B.", "(B)" → "B"; ASCII only, so "ı" is never "I"; anything else → None."""
-    t = token.strip().lstrip(_OPEN).rstrip(_CLOSE).strip()
-    if not t or not t.isascii():
-        return None
-    t = t.upper()
-    return t if t in labels else None
-
-
-#: A token that starts more than one option name: it tells nothing apart.
-AMBIGUOUS = "\x00ambiguous"
-YES_WORDS = frozenset({"y", "yes", "yeah", "yep"})
-NO_WORDS = frozenset({"n", "no", "nope", "nah"})
-_ALPHA_RUN = re.compile(r"[A-Za-z]+")
-
-Fold = Callable[[str], str | None]
-
-
-def letter_fold(labels: Sequence[str]) -> Fold:
-    label_set = frozenset(labels)
-    return lambda token: fold_label(token, label_set)
-
-
-def digit_fold(n: int) -> Fold:
-    """Score levels as digits: an exact single digit only, so "10" or "1." cannot blur a level."""
-    digits = frozenset(str(i) for i in range(n))
-    return lambda token: token.strip() if token.strip() in digits else None
-
-
-def yes_no_fold(token: str) -> str | None:
-    """Noul as words: the first alphabetic run, lowercased: yes/yeah/yep/y → "yes", no/nope/nah/n → "no"."""
-    run = _ALPHA_RUN.search(token)
-    word = run.group(0).lower() if run else ""
-    return "yes" if word in YES_WORDS else "no" if word in NO_WORDS else None
-
-
-def name_fold(names: Sequence[str]) -> Fold:
-    """A token counts for an option name when it starts that name (case-insensitive, spaces and
-    punctuation stripped); a token that starts several names is AMBIGUOUS."""
-    lowered = [n.lower() for n in names]
-
-    def fold(token: str) -> str | None:
-        t = token.strip().lstrip(_OPEN).rstrip(_CLOSE).strip().lower()
-        if not t:
-            return None
-        hits = [n for n, low in zip(names, lowered) if low.startswith(t)]
-        if len(hits) > 1:
-            return AMBIGUOUS
-        return hits[0] if hits else None
-
-    return fold
-
-
-def names_collide(names: Sequence[str]) -> bool:
-    """Names a first token may not tell apart: one a prefix of another, or the same first word."""
-    lowered = [n.strip().lower() for n in names]
-    words = [re.split(r"[\s_\-/]+", n)[0] for n in lowered]
-    if len(set(words)) < len(words):
-        return True
-    return any(a != b and b.startswith(a) for a in lowered for b in lowered)
 
 
 @dataclass
@@ -191,8 +123,8 @@ def read_labels(
         label = fold(str(_get(cand, "token") or ""))
         if label == AMBIGUOUS:
             ambiguous = max(ambiguous, lp)
-        elif label is not None and lp > best.get(label, -math.inf):
-            best[label] = lp
+        elif label is not None and (label not in best or lp > best[label]):
+            best[label] = lp  # -inf included: a label reported at -inf is a reported zero, not a missing one
     if ambiguous > max(best.values(), default=-math.inf):
         raise AmbiguousNamesError(
             "the most likely first token starts more than one option name, so it tells them apart no better than noise"
@@ -217,12 +149,6 @@ def read_labels(
     return Readout([w / total for w in weights], missing_labels, False, truncated, sampled, best, method)
 
 
-# --- JSON readouts: structured, discrete, ratings (System 2) -----------------------------------
-
-_THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
-_INTEGRAL = re.compile(r"^\s*[+-]?\d+(\.0*)?\s*$")
-
-
 def divide_prior(probs: Sequence[float], prior: Sequence[float]) -> list[float]:
     """Content-free calibration: divide by what the model answers to an empty state, renormalise.
 
@@ -232,137 +158,3 @@ def divide_prior(probs: Sequence[float], prior: Sequence[float]) -> list[float]:
     scaled = [p / max(r, PRIOR_FLOOR) for p, r in zip(probs, prior)]
     total = sum(scaled)
     return [x / total for x in scaled] if total > 0 else list(probs)
-
-
-def strip_think(content: str) -> str:
-    """Remove inline think blocks (and an unclosed leading one) before parsing."""
-    text = _THINK.sub("", content)
-    lowered = text.lower()
-    for tag in ("</think>", "</thinking>", "</reasoning>"):
-        if tag in lowered:  # an opening tag the template swallowed
-            text = text[lowered.rindex(tag) + len(tag):]
-            lowered = text.lower()
-    return text.strip()
-
-
-def parse_object(content: str) -> dict[str, Any]:
-    """json.loads, else decode from the first '{' (prose or fences around the object)."""
-    text = content.strip()
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        start = text.find("{")
-        if start < 0:
-            raise MalformedAnswerError("the reply holds no JSON object") from None
-        try:
-            value, _ = json.JSONDecoder().raw_decode(text[start:])
-        except json.JSONDecodeError as exc:
-            raise MalformedAnswerError(f"the reply is not valid JSON ({exc.msg})") from None
-    if not isinstance(value, dict):
-        raise MalformedAnswerError(f"the reply is a JSON {type(value).__name__}, not an object")
-    return value
-
-
-def _exact_keys(obj: Mapping[str, Any], expected: Sequence[str], where: str) -> None:
-    got = list(obj)
-    if set(got) != set(expected) or len(got) != len(expected):
-        missing = [k for k in expected if k not in obj]
-        extra = [k for k in got if k not in expected]
-        raise MalformedAnswerError(f"{where} must have exactly the keys {list(expected)}; missing {missing}, extra {extra}")
-
-
-def _number(v: Any, key: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise MalformedAnswerError(f"value for {key!r} is not a finite number")
-    return float(v)
-
-
-@dataclass
-class JsonReadout:
-    probs: list[float]
-    source: str
-    original: dict[str, Any] | None = None
-    probability_error: float | None = None
-
-    def debug(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"source": self.source}
-        if self.probability_error is not None:
-            d["probability_error"] = self.probability_error
-            d["original_probabilities"] = self.original
-        return d
-
-
-def read_structured(keys: Sequence[str], kind: str, obj: Mapping[str, Any], normalize: bool = True) -> JsonReadout:
-    if kind == "noul":
-        _exact_keys(obj, ["noul"], "the object")
-        v = _number(obj["noul"], "noul")
-        if not 0.0 <= v <= 1.0:
-            raise MalformedAnswerError("value for 'noul' must lie in [0, 1]")
-        return JsonReadout([v, 1.0 - v], "structured")
-    _exact_keys(obj, ["probabilities"], "the object")
-    probs = obj["probabilities"]
-    if not isinstance(probs, Mapping):
-        raise MalformedAnswerError("'probabilities' must be an object")
-    _exact_keys(probs, keys, "'probabilities'")
-    values = [_number(probs[k], k) for k in keys]
-    if any(v < 0 for v in values):
-        raise MalformedAnswerError("probabilities must be >= 0")
-    peak = max(values)
-    scaled = [v / peak for v in values] if peak > 0 else values  # no overflow on 1e308 × 3
-    total = sum(scaled) * (peak if peak > 0 else 1.0)
-    error = abs(total - 1.0)
-    if error <= 1e-6:
-        return JsonReadout(values, "structured")
-    final = (_uniform(len(values)) if peak == 0 else [s / sum(scaled) for s in scaled]) if normalize else values
-    return JsonReadout(final, "structured", dict(probs), error)
-
-
-def _uniform(n: int) -> list[float]:
-    return [1.0 / n] * n
-
-
-def _one_hot(n: int, i: int) -> list[float]:
-    return [1.0 if j == i else 0.0 for j in range(n)]
-
-
-def read_discrete(keys: Sequence[str], labels: Sequence[str], kind: str, obj: Mapping[str, Any]) -> JsonReadout:
-    field_name = {"choice": "choice", "score": "score", "noul": "noul"}[kind]
-    _exact_keys(obj, [field_name], "the object")
-    v = obj[field_name]
-    n = len(keys)
-    if kind == "noul":
-        if isinstance(v, bool):
-            return JsonReadout([1.0, 0.0] if v else [0.0, 1.0], "discrete")
-        if isinstance(v, str) and v.strip().lower() in ("true", "false"):
-            return JsonReadout([1.0, 0.0] if v.strip().lower() == "true" else [0.0, 1.0], "discrete")
-        raise MalformedAnswerError("'noul' must be true or false")
-    if kind == "score":
-        if isinstance(v, bool):
-            raise MalformedAnswerError("'score' must be a level index, not a boolean")
-        text = repr(v) if isinstance(v, float) else str(v)
-        if not isinstance(v, (int, float, str)) or not _INTEGRAL.match(text):
-            raise MalformedAnswerError(f"'score' must be an integer level index 0..{n - 1}")
-        level = int(float(text))
-        if not 0 <= level < n:
-            raise MalformedAnswerError(f"'score' must be an integer level index 0..{n - 1}")
-        return JsonReadout(_one_hot(n, level), "discrete")
-    if not isinstance(v, str):
-        raise MalformedAnswerError("'choice' must be a string: an option key or its label")
-    if v in keys:
-        return JsonReadout(_one_hot(n, list(keys).index(v)), "discrete")
-    if v.isascii() and v.strip().upper() in labels:
-        return JsonReadout(_one_hot(n, list(labels).index(v.strip().upper())), "discrete")
-    raise MalformedAnswerError(f"'choice' is not one of the options {list(keys)} or labels")
-
-
-def read_ratings(keys: Sequence[str], obj: Mapping[str, Any]) -> JsonReadout:
-    """System 2: integer ratings 0–10 per candidate, normalised (all zero → uniform)."""
-    _exact_keys(obj, keys, "the ratings object")
-    values = []
-    for k in keys:
-        v = _number(obj[k], k)
-        if v != int(v) or not 0 <= v <= 10:
-            raise MalformedAnswerError(f"rating for {k!r} must be an integer from 0 to 10")
-        values.append(v)
-    total = sum(values)
-    return JsonReadout(_uniform(len(values)) if total == 0 else [v / total for v in values], "ratings", dict(obj))

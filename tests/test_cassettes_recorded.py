@@ -140,7 +140,8 @@ def test_mode_auto_escalates_only_the_unsure_answer(cassette):
 def test_debias_asks_three_content_free_states_once_and_divides_them_out(cassette):
     import json
 
-    from jev_shared.readout import name_fold, read_labels
+    from jev_shared.labels import name_fold
+    from jev_shared.readout import read_labels
 
     resp, cas = run(cassette, "logprobs_debias")
     assert cas.all_played and resp.usage.n_calls == 8  # per question: the state, then N/A, "" and [MASK]

@@ -10,21 +10,10 @@ from hypothesis import strategies as st
 
 from jev_shared import LabelReadoutError, MalformedAnswerError
 from jev_shared.answers import build_answer, peak_confidence
+from jev_shared.json_readout import parse_object, read_discrete, read_ratings, read_structured, strip_think
+from jev_shared.labels import AmbiguousNamesError, digit_fold, fold_label, name_fold, names_collide, yes_no_fold
 from jev_shared.questions import Choice, prepare_question
-from jev_shared.readout import (
-    AmbiguousNamesError,
-    digit_fold,
-    fold_label,
-    name_fold,
-    names_collide,
-    parse_object,
-    read_discrete,
-    read_labels,
-    read_ratings,
-    read_structured,
-    strip_think,
-    yes_no_fold,
-)
+from jev_shared.readout import read_labels
 from tests.fakes import window
 
 ABC = ("A", "B", "C")
