@@ -4,7 +4,7 @@
 
 Over a fixed set of labelled items (bench/data/routing.jsonl and spam.jsonl), it prints the share of
 questions escalated, provider calls per question, the mean latency of each pass, and the accuracy
-of System 1 alone against mode auto on the same items.
+of System 1 alone, mode auto and System 2 alone on the same items.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def main() -> None:
         common = dict(model=srv.model, api="chat_completions", labels="names", n_retry_malformed=2)
         s1 = SystemOneClient(srv.client(), **common)
         auto = SystemOneClient(srv.client(), mode="auto", auto_threshold=args.threshold, **common)
+        s2 = SystemOneClient(srv.client(), mode="system2", **common)
         rows = []
         for qid in QUESTIONS:
             for item in load(qid, args.n):
@@ -63,20 +64,26 @@ def main() -> None:
                 resp = auto.system_one(item["text"], q)
                 auto_ms = (time.perf_counter() - start) * 1000
                 escalated = resp.debug["escalations"][qid]["escalated"]
+                start = time.perf_counter()
+                second = s2.system_one(item["text"], q)
+                s2_ms = (time.perf_counter() - start) * 1000
                 rows.append({"q": qid, "escalated": escalated, "calls": resp.usage.n_calls, "s1_ms": s1_ms,
-                             "auto_ms": auto_ms, "s1_ok": correct(qid, first.answers[qid], item["label"]),
+                             "auto_ms": auto_ms, "s2_ms": s2_ms,
+                             "s2_ok": correct(qid, second.answers[qid], item["label"]), "s1_ok": correct(qid, first.answers[qid], item["label"]),
                              "auto_ok": correct(qid, resp.answers[qid], item["label"])})
     esc = [r for r in rows if r["escalated"]]
     print(f"model {args.model}, threshold {args.threshold}, {len(rows)} questions ({args.n} per type)")
     print(f"  escalated to System 2     {len(esc)}/{len(rows)} ({len(esc) / len(rows):.0%})")
     print(f"  provider calls / question {statistics.mean(r['calls'] for r in rows):.2f}")
     print(f"  System 1 pass, mean       {statistics.mean(r['s1_ms'] for r in rows):.0f} ms")
+    print(f"  System 2 pass, mean       {statistics.mean(r['s2_ms'] for r in rows):.0f} ms")
     if esc:
         print(f"  escalated answer, mean    {statistics.mean(r['auto_ms'] for r in esc):.0f} ms (System 1 + System 2)")
     for qid in QUESTIONS:
         sub = [r for r in rows if r["q"] == qid]
         print(f"  {qid:<8} accuracy: System 1 {sum(r['s1_ok'] for r in sub) / len(sub):.0%}, "
               f"auto {sum(r['auto_ok'] for r in sub) / len(sub):.0%}, "
+              f"System 2 {sum(r['s2_ok'] for r in sub) / len(sub):.0%}, "
               f"escalated {sum(r['escalated'] for r in sub)}/{len(sub)}")
 
 

@@ -1,7 +1,7 @@
 """jev_shared: typed decisions (choice, score, noul) as probability distributions from any chat model."""
 
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse, Usage, answer_confidence
-from .engine import AsyncSystemOneClient, SystemOneClient
+from .client import AsyncSystemOneClient, SystemOneClient
 from .errors import (
     ClientCapabilityError,
     DecisionTimeoutError,

@@ -88,3 +88,7 @@ class FieldRefusedError(ProviderError):
 
 class DecisionTimeoutError(ProviderError, TimeoutError):
     """The call's total timeout ran out before every question was answered."""
+
+
+class MalformedReplyError(ProviderError):
+    """A 200 whose body is not the JSON object the surface documents (HTML, not UTF-8, wrong types)."""

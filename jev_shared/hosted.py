@@ -17,13 +17,13 @@ import os
 from typing import Any
 
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, build_answer
-from .errors import InvalidQuestionError, ModelRefusalError, ProviderError, UnsupportedMethodError
+from .calls import Call, Flow
+from .errors import InvalidQuestionError, MalformedReplyError, ModelRefusalError, ProviderError, UnsupportedMethodError
+from .options import Options
 from .prompt import render_state
 from .questions import Prepared, is_chat
-from .transport import Call, MalformedReplyError
-
-DEFAULTS = {"method": "auto", "labels": "names", "layout": "state_last", "top_logprobs": 20, "thinking": None,
-            "missing": "zero", "strict_labels": False, "mode": "system1", "debias": False}
+from .record import Record
+from .surfaces import SURFACE_PATHS
 
 
 def systemone_client() -> Any:
@@ -36,20 +36,37 @@ def systemone_client() -> Any:
     return openai.OpenAI(base_url=base.rstrip("/") + "/v1", api_key=key)
 
 
-def refuse_llm_options(engine: Any, opts: Any, examples: Any) -> None:
+def refuse_llm_options(options: Options, call_examples: Any) -> None:
     """The service decides how to read the model: refuse, by name, the knobs that steer an LLM."""
-    given = {"method": opts.method, "labels": opts.labels, "mode": opts.mode, "layout": engine.layout,
-             "top_logprobs": engine.top_logprobs, "thinking": engine.thinking, "missing": engine.missing,
-             "strict_labels": engine.strict_labels, "debias": engine.debias}
-    for name, value in given.items():
-        if value != DEFAULTS[name]:
+    defaults = Options(model=options.model)
+    for name in ("method", "labels", "mode", "layout", "top_logprobs", "thinking", "missing", "strict_labels",
+                 "debias"):
+        value = getattr(options, name)
+        if value != getattr(defaults, name):
             raise UnsupportedMethodError(
-                f"api={engine.api!r} answers on the service; {name}={value!r} only makes sense for an LLM this "
+                f"api={options.api!r} answers on the service; {name}={value!r} only makes sense for an LLM this "
                 "client drives: leave it unset")
-    if engine.extra_body:
-        raise UnsupportedMethodError(f"api={engine.api!r} answers on the service; extra_body is for an LLM request")
-    if examples or engine.examples:
-        raise UnsupportedMethodError(f"api={engine.api!r} answers on the service; few-shot examples are not sent")
+    if options.extra_body:
+        raise UnsupportedMethodError(f"api={options.api!r} answers on the service; extra_body is for an LLM request")
+    if call_examples or options.examples:
+        raise UnsupportedMethodError(f"api={options.api!r} answers on the service; few-shot examples are not sent")
+
+
+def hosted_flow(options: Options, preps: list[Prepared], state: Any, rec: Record) -> Flow[list[Answer | Exception]]:
+    """All questions in one request to a service; per-question refusals come back as exceptions."""
+    call = build(options.api, options.model, state, preps)
+    rec.note("request", call.kwargs)
+    rec.usage.n_calls += 1
+    try:
+        reply = yield call
+    except ProviderError as exc:
+        rec.usage.n_retries += exc.n_retries
+        raise map_error(exc, preps) from exc
+    rec.usage.n_retries += reply.n_retries
+    rec.note("response", reply.body)
+    answers, tokens = parse(options.api, reply.body, preps)
+    rec.usage.add_tokens(*tokens)
+    return answers
 
 
 def _state_json(state: Any) -> Any:
@@ -61,10 +78,10 @@ def _state_json(state: Any) -> Any:
 def build(api: str, model: str, state: Any, preps: list[Prepared]) -> Call:
     if api == "systemone":
         questions = {p.id: p.question.model_dump(exclude_none=True, exclude={"examples"}) for p in preps}
-        return Call("systemone", {"path": "/systemone",
-                                  "body": {"state": _state_json(state), "model": model, "questions": questions}})
-    return Call("decisions", {"model": model, "input": _decision_input(state),
-                              "questions": [_decision_question(p) for p in preps]})
+        body = {"state": _state_json(state), "model": model, "questions": questions}
+        return Call("systemone", {"path": "/systemone", "body": body}, SURFACE_PATHS["systemone"])
+    kwargs = {"model": model, "input": _decision_input(state), "questions": [_decision_question(p) for p in preps]}
+    return Call("decisions", kwargs, SURFACE_PATHS["decisions"])
 
 
 def _decision_input(state: Any) -> Any:

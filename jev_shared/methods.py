@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from .prompt import LABEL, AnswerFormat
-from .questions import Prepared
+from .questions import TOKEN_METHODS, Prepared
 
-MethodName = Literal["logprobs", "grammar", "structured", "discrete", "ratings"]
 METHODS = ("auto", "logprobs", "grammar", "structured", "discrete")
-TOKEN_READOUT = frozenset({"logprobs", "grammar"})
+TOKEN_READOUT = TOKEN_METHODS  # one list: questions checks option counts against it
 JSON_READOUT = frozenset({"structured", "discrete", "ratings"})
 
 

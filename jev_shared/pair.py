@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .answers import SystemOneResponse
-from .engine import AsyncSystemOneClient, SystemOneClient
+from .client import AsyncSystemOneClient, SystemOneClient
 from .errors import ClientCapabilityError
 
 

@@ -11,7 +11,7 @@ import math
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
@@ -23,9 +23,6 @@ MIN_SCORE_LEVELS = 2
 MAX_SINGLE_TOKEN_LABELS = 26
 #: Methods that read one label token, so they cannot tell "AA" from "A".
 TOKEN_METHODS = frozenset({"logprobs", "grammar"})
-
-State = Union[str, Mapping[str, Any], list[Any]]
-
 
 class Example(BaseModel):
     """A worked example: a state and the answer the model should give for it."""
@@ -103,8 +100,6 @@ class Prepared:
     def kind(self) -> str:
         return self.question.type
 
-    def label_to_key(self) -> dict[str, str]:
-        return dict(zip(self.labels, self.keys))
 
 
 def _coerce(qid: str, raw: Any) -> Choice | Score | Noul:
@@ -196,13 +191,32 @@ def example_key(prep: Prepared, answer: str | bool | int) -> str:
     return key
 
 
-def prepare_questions(
-    questions: Mapping[str, Any], method: str, shared_examples: tuple[Example, ...] = ()
-) -> list[Prepared]:
-    """Validate every question (in order) before anything is sent."""
+def prepare_questions(state: Any, questions: Mapping[str, Any], method: str, client_examples: Any = None,
+                      call_examples: Any = None) -> list[Prepared]:
+    """The one entry point: the state and every question (in order) checked before anything is sent."""
+    check_state(state)
+    if isinstance(questions, Mapping):
+        for qid, q in questions.items():
+            if not isinstance(qid, str):  # str() would merge {1: q, "1": q} into one answer
+                raise InvalidQuestionError(f"question ids must be strings, got {type(qid).__name__} {qid!r}",
+                                           field="questions")
+            if not isinstance(q, (Choice, Score, Noul, Mapping)):
+                raise InvalidQuestionError(f"expected a question, got {type(q).__name__}", question_id=qid)
     if not isinstance(questions, Mapping) or not questions:
         raise InvalidQuestionError("questions must be a non-empty mapping of id -> question", field="questions")
-    return [prepare_question(qid, q, method, shared_examples) for qid, q in questions.items()]
+    return [prepare_question(qid, q, method, merge_examples(qid, client_examples, call_examples))
+            for qid, q in questions.items()]
+
+
+def merge_examples(qid: str, *sources: Any) -> tuple[Example, ...]:
+    """Client-level then call-level examples: each a list for every question, or a mapping by id."""
+    merged: list[Example] = []
+    for source in sources:
+        if source is None:
+            continue
+        items = source.get(qid, []) if isinstance(source, Mapping) else source
+        merged += [e if isinstance(e, Example) else Example.model_validate(e) for e in items]
+    return tuple(merged)
 
 
 #: States nest no deeper than this: deeper ones are not data a model reads, and would exhaust the stack.

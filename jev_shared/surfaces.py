@@ -13,8 +13,8 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import IncompleteAnswerError, ModelRefusalError
-from .transport import Call, MalformedReplyError
+from .calls import Call
+from .errors import IncompleteAnswerError, MalformedReplyError, ModelRefusalError
 
 CHAT = "chat_completions"
 RESPONSES = "responses"
@@ -24,6 +24,29 @@ PER_QUESTION = (RESPONSES, CHAT, MESSAGES)  # the api="auto" preference order
 MESSAGES_MAX_TOKENS = 4096
 #: OpenAI's Responses API refuses max_output_tokens below 16.
 RESPONSES_MIN_OUTPUT = 16
+#: The client method each surface calls.
+SURFACE_PATHS = {
+    "chat_completions": ("chat", "completions", "create"),
+    "responses": ("responses", "create"),
+    "messages": ("messages", "create"),
+    "decisions": ("decisions", "create"),
+    "systemone": ("post",),
+}
+
+
+def has_path(client: Any, surface: str) -> bool:
+    """Whether ``client`` has the surface's method (``client.chat.completions.create``, …)."""
+    obj = client
+    for part in SURFACE_PATHS[surface]:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return False
+    return callable(obj)
+
+
+def speaks(client: Any) -> tuple[str, ...]:
+    """The per-question surfaces a client has, in the api="auto" preference order."""
+    return tuple(s for s in PER_QUESTION if has_path(client, s))
 
 
 @dataclass
@@ -54,7 +77,7 @@ def chat_call(model: str, messages: list[dict[str, Any]], fields: dict[str, Any]
     body = {**extra, **(user_extra or {})}
     if body:
         kwargs["extra_body"] = body
-    return Call(CHAT, kwargs)
+    return Call(CHAT, kwargs, SURFACE_PATHS[CHAT])
 
 
 def parse_chat(body: dict[str, Any]) -> Parsed:
@@ -104,7 +127,7 @@ def responses_call(model: str, messages: list[dict[str, Any]], fields: dict[str,
     body = {**extra, **(user_extra or {})}
     if body:
         kwargs["extra_body"] = body
-    return Call(RESPONSES, kwargs)
+    return Call(RESPONSES, kwargs, SURFACE_PATHS[RESPONSES])
 
 
 def parse_responses(body: dict[str, Any]) -> Parsed:
@@ -178,7 +201,7 @@ def messages_call(model: str, messages: list[dict[str, Any]], fields: dict[str, 
     body.update(user_extra or {})
     if body:
         kwargs["extra_body"] = body
-    return Call(MESSAGES, kwargs)
+    return Call(MESSAGES, kwargs, SURFACE_PATHS[MESSAGES])
 
 
 MESSAGES_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "pause_turn": "stop",

@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from .errors import DecisionTimeoutError, ProviderError
+from .calls import NO_BUDGET, Budget, Call, Reply
+from .errors import MalformedReplyError, ProviderError
 from .redact import redact, redact_text
 
 TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -31,60 +31,6 @@ class RetryPolicy:
     max_retries: int = 3
     initial_s: float = 0.5
     max_s: float = 8.0
-
-
-@dataclass
-class Budget:
-    """The call's total time, shared by its questions' requests.
-
-    No attempt starts once the budget ran out or the call was given up (``cancel``), and each
-    attempt is capped by what is left, so no request leaves after the call has failed.
-    """
-
-    deadline: float | None = None  # time.perf_counter() value
-    cancelled: threading.Event = field(default_factory=threading.Event)
-    timeout_s: float | None = None
-
-    @classmethod
-    def of(cls, timeout_s: float | None) -> Budget:
-        deadline = None if timeout_s is None else time.perf_counter() + timeout_s
-        return cls(deadline, timeout_s=timeout_s)
-
-    def left(self) -> float | None:
-        return None if self.deadline is None else self.deadline - time.perf_counter()
-
-    def cancel(self) -> None:
-        self.cancelled.set()
-
-    def check(self) -> None:
-        """Raise rather than start an attempt the call can no longer use."""
-        left = self.left()
-        if self.cancelled.is_set() or (left is not None and left <= 0):
-            raise DecisionTimeoutError(f"the call's total timeout of {self.timeout_s}s ran out"
-                                       if left is not None and left <= 0 else "the call was given up")
-
-
-NO_BUDGET = Budget()
-
-
-@dataclass
-class Call:
-    """One provider call: which surface method to invoke and with which keyword arguments."""
-
-    surface: str
-    kwargs: dict[str, Any]
-
-
-@dataclass
-class Reply:
-    body: dict[str, Any]
-    latency_ms: float
-    n_retries: int = 0
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-class MalformedReplyError(ProviderError):
-    """A 200 whose body is not the JSON object the surface documents (HTML, not UTF-8, wrong types)."""
 
 
 def to_dict(obj: Any) -> dict[str, Any]:
@@ -224,30 +170,23 @@ def _sdk_timeout(client: Any, budget: Budget) -> dict[str, float]:
     return {"timeout": max(left, 0.001)}
 
 
-def resolve(client: Any, surface: str):
-    """The bound create method for a surface: chat.completions.create, responses.create, …"""
-    if surface == "systemone":  # a plain POST through the client, so its base URL and key apply
+def resolve(client: Any, call: Call):
+    """The bound method a call names (``call.path``): chat.completions.create, responses.create, …"""
+    if call.path == ("post",):  # a plain POST through the client (the hosted API): its base URL and key apply
         def post(path: str, body: Any, timeout: float | None = None) -> Any:
             options = {"timeout": timeout} if timeout is not None else {}
             return client.post(path, body=body, cast_to=object, options=options)
 
         return post
     obj = client
-    for part in SURFACE_PATHS[surface][:-1]:
+    for part in call.path[:-1]:
         obj = getattr(obj, part)
     # the openai SDK's raw-response twin skips building pydantic models we would only dump again
     raw = getattr(obj, "with_raw_response", None)
     create = getattr(raw, "create", None) if raw is not None else None
-    return create if callable(create) else getattr(obj, SURFACE_PATHS[surface][-1])
+    return create if callable(create) else getattr(obj, call.path[-1])
 
 
-SURFACE_PATHS = {
-    "chat_completions": ("chat", "completions", "create"),
-    "responses": ("responses", "create"),
-    "messages": ("messages", "create"),
-    "decisions": ("decisions", "create"),
-    "systemone": ("post",),
-}
 
 
 def _retrying(policy: RetryPolicy, budget: Budget, count: Any) -> dict[str, Any]:
@@ -265,7 +204,7 @@ class _Counter:
 
 
 def send(client: Any, call: Call, policy: RetryPolicy, budget: Budget = NO_BUDGET) -> Reply:
-    create = resolve(client, call.surface)
+    create = resolve(client, call)
     retries = _Counter()
     start = time.perf_counter()
     try:
@@ -279,7 +218,7 @@ def send(client: Any, call: Call, policy: RetryPolicy, budget: Budget = NO_BUDGE
 
 
 async def asend(client: Any, call: Call, policy: RetryPolicy, budget: Budget = NO_BUDGET) -> Reply:
-    create = resolve(client, call.surface)
+    create = resolve(client, call)
     retries = _Counter()
     start = time.perf_counter()
     try:

@@ -210,9 +210,9 @@ def test_a_lone_surrogate_in_a_question_is_refused():
 # 13. learned memory is read under its lock -----------------------------------------------------------
 
 def test_limits_is_safe_while_other_threads_learn():
-    from jev_shared.engine import _Memory
+    from jev_shared.memory import Memory
 
-    memory = _Memory()
+    memory = Memory()
     errors: list[BaseException] = []
 
     def learn() -> None:

@@ -1,0 +1,212 @@
+"""The clients: ``SystemOneClient`` (threads) and ``AsyncSystemOneClient`` (tasks) over one core.
+
+A call is planned once (options checked, questions prepared, what the surface cannot carry
+refused, one flow per question built), run by the sync or async driver, and finished once
+(first error in question order, or the assembled response).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from . import drive, transport
+from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse
+from .calls import Budget, Flow
+from .errors import ClientCapabilityError, InvalidQuestionError, UnsupportedMethodError
+from .flows import Ask, answer
+from .hosted import hosted_flow, refuse_llm_options, systemone_client
+from .memory import Memory
+from .methods import TOKEN_READOUT
+from .options import Examples, Options, check_timeout
+from .questions import Choice, Noul, Prepared, Score, prepare_questions
+from .record import Record, assemble, hosted_records
+from .surfaces import MESSAGES, RESPONSES, SURFACE_PATHS, has_path, speaks
+
+
+@dataclass
+class _Plan:
+    """One call, ready to run: its questions, flows and records, and the budget they share."""
+
+    preps: list[Prepared]
+    flows: list[Flow[Any]]
+    records: list[Record]
+    scout: bool
+    budget: Budget
+    started: float
+    debug: bool
+
+
+class _ClientCore:
+    def __init__(
+        self, client: Any, *, model: str, method: str = "auto", mode: str = "system1", auto_threshold: float = 0.7,
+        api: str = "auto", confidence: str = "peak", top_logprobs: int = 20, max_concurrency: int = 8,
+        n_retry_malformed: int = 1, thinking: bool | None = None, extra_body: dict[str, Any] | None = None,
+        layout: str = "state_last", labels: str = "names", missing: str = "zero", examples: Examples = None,
+        strict_labels: bool = False, debias: bool = False, normalize_probabilities: bool = True,
+        structured_outputs: bool = True, max_retries: int = 3, timeout: float | None = None, debug: bool = False,
+    ) -> None:
+        self.options = Options(
+            model=model, method=method, mode=mode, auto_threshold=auto_threshold, api=api, confidence=confidence,
+            top_logprobs=top_logprobs, max_concurrency=max_concurrency, n_retry_malformed=n_retry_malformed,
+            thinking=thinking, extra_body=extra_body or {}, layout=layout, labels=labels, missing=missing,
+            examples=examples, strict_labels=strict_labels, debias=debias,
+            normalize_probabilities=normalize_probabilities, structured_outputs=structured_outputs,
+            max_retries=max_retries, timeout=timeout, debug=debug)
+        if client is None and api == "systemone":
+            client = systemone_client()
+        self._speaks = speaks(client)
+        _check_client(client, api, self._speaks)
+        self.client = _plain_client(client)
+        #: The transport's retry and backoff (tests and tools may tune it).
+        self.retry_policy = self.options.retry_policy
+        self._memory = Memory()
+
+    # the settings integrations and tools read; the full set is ``options``
+    model = property(lambda self: self.options.model)
+    method = property(lambda self: self.options.method)
+    mode = property(lambda self: self.options.mode)
+    api = property(lambda self: self.options.api)
+    confidence = property(lambda self: self.options.confidence)
+    max_concurrency = property(lambda self: self.options.max_concurrency)
+    timeout = property(lambda self: self.options.timeout)
+    debug = property(lambda self: self.options.debug)
+
+    def _plan(self, state: Any, questions: Mapping[str, Any], *, method: str | None, mode: str | None,
+              labels: str | None, examples: Any, timeout: float | None, debug: bool | None) -> _Plan:
+        """Everything checked before any request: options, state, questions, and what the surface can carry."""
+        opts = self.options.for_call(method, mode, labels)
+        check_timeout(timeout, InvalidQuestionError)
+        preps = prepare_questions(state, questions, opts.method, opts.examples, examples)
+        self._refuse_what_the_surface_cannot_carry(opts, examples)
+        debug = opts.debug if debug is None else debug
+        budget = Budget.of(opts.timeout if timeout is None else timeout)
+        records = [Record(debug) for _ in preps]
+        if opts.hosted:
+            flows: list[Flow[Any]] = [hosted_flow(opts, preps, state, records[0])]
+            return _Plan(preps, flows, records, False, budget, time.perf_counter(), debug)
+        flows = [answer(Ask(p, state, opts, self._memory, self._speaks, r)) for p, r in zip(preps, records)]
+        scout = self._memory.needs_scout(opts.model, opts.api, self._speaks, len(preps))
+        return _Plan(preps, flows, records, scout, budget, time.perf_counter(), debug)
+
+    def _refuse_what_the_surface_cannot_carry(self, opts: Options, examples: Any) -> None:
+        if opts.hosted:
+            refuse_llm_options(opts, examples)
+            return
+        surface = self._memory.surface_for(opts.model, opts.method, opts.api, self._speaks)
+        if opts.method in TOKEN_READOUT and surface == MESSAGES:
+            raise UnsupportedMethodError(
+                f"method={opts.method!r} reads token logprobs, which the Messages API never returns; "
+                "use method='structured' or method='discrete' (or 'auto')")
+        if opts.method == "grammar" and opts.api == RESPONSES:
+            raise UnsupportedMethodError(
+                "grammar requires a Chat Completions surface that accepts a `grammar` field (llama.cpp and similar "
+                "servers); pass api='chat_completions'")
+
+    def _finish(self, plan: _Plan, outcomes: list[Any]) -> SystemOneResponse:
+        """The first error in question order, or the response (and the model's surface is known from now on)."""
+        records = plan.records
+        if self.options.hosted:
+            [outcome] = outcomes
+            outcomes = [outcome] if isinstance(outcome, BaseException) else list(outcome)
+            records = hosted_records(plan.preps, plan.records[0], self.options.api)
+        error = drive.first_error(outcomes)
+        if error is not None:
+            raise error
+        self._memory.mark_scouted(self.options.model)
+        return assemble(self.options.model, plan.preps, outcomes, records, server_limits=self._memory.limits(
+            self.options.model), started=plan.started, debug=plan.debug)
+
+
+class SystemOneClient(_ClientCore):
+    """Typed decisions from any OpenAI-compatible chat client (sync).
+
+    >>> client = SystemOneClient(openai.OpenAI(), model="gpt-4o-mini")
+    >>> client.system_one(state="...", questions={"team": Choice(instructions="...", criteria={...})})
+    """
+
+    def system_one(self, state: Any, questions: Mapping[str, Any], *, method: str | None = None,
+                   mode: str | None = None, labels: str | None = None, examples: Any = None,
+                   timeout: float | None = None, debug: bool | None = None) -> SystemOneResponse:
+        """Answer every question about ``state``; answers keep question order."""
+        plan = self._plan(state, questions, method=method, mode=mode, labels=labels, examples=examples,
+                          timeout=timeout, debug=debug)
+        send = partial(transport.send, self.client, policy=self.retry_policy, budget=plan.budget)
+        jobs = [partial(drive.drive, flow, send) for flow in plan.flows]
+        return self._finish(plan, drive.run_threads(jobs, scout=plan.scout, budget=plan.budget,
+                                                    max_concurrency=self.options.max_concurrency))
+
+    def choice(self, state: Any, instructions: str, criteria: Mapping[str, str], **kw: Any) -> ChoiceAnswer:
+        return _only(self.system_one(state, *_single("choice", instructions, criteria), **kw))  # type: ignore[return-value]
+
+    def score(self, state: Any, instructions: str, criteria: list[str] | Mapping[str, str], **kw: Any) -> ScoreAnswer:
+        return _only(self.system_one(state, *_single("score", instructions, criteria), **kw))  # type: ignore[return-value]
+
+    def noul(self, state: Any, instructions: str, criteria: Mapping[str, str] | None = None, **kw: Any) -> NoulAnswer:
+        return _only(self.system_one(state, *_single("noul", instructions, criteria), **kw))  # type: ignore[return-value]
+
+
+class AsyncSystemOneClient(_ClientCore):
+    """The async twin of :class:`SystemOneClient`, over an async client (``openai.AsyncOpenAI``)."""
+
+    async def system_one(self, state: Any, questions: Mapping[str, Any], *, method: str | None = None,
+                         mode: str | None = None, labels: str | None = None, examples: Any = None,
+                         timeout: float | None = None, debug: bool | None = None) -> SystemOneResponse:
+        """Answer every question about ``state``; answers keep question order."""
+        import asyncio
+
+        plan = self._plan(state, questions, method=method, mode=mode, labels=labels, examples=examples,
+                          timeout=timeout, debug=debug)
+        sem = asyncio.Semaphore(self.options.max_concurrency)
+        send = partial(transport.asend, self.client, policy=self.retry_policy, budget=plan.budget)
+        jobs = [partial(drive.adrive, flow, send, sem) for flow in plan.flows]
+        return self._finish(plan, await drive.run_tasks(jobs, scout=plan.scout, budget=plan.budget))
+
+    async def choice(self, state: Any, instructions: str, criteria: Mapping[str, str], **kw: Any) -> ChoiceAnswer:
+        return _only(await self.system_one(state, *_single("choice", instructions, criteria), **kw))  # type: ignore[return-value]
+
+    async def score(self, state: Any, instructions: str, criteria: list[str] | Mapping[str, str],
+                    **kw: Any) -> ScoreAnswer:
+        return _only(await self.system_one(state, *_single("score", instructions, criteria), **kw))  # type: ignore[return-value]
+
+    async def noul(self, state: Any, instructions: str, criteria: Mapping[str, str] | None = None,
+                   **kw: Any) -> NoulAnswer:
+        return _only(await self.system_one(state, *_single("noul", instructions, criteria), **kw))  # type: ignore[return-value]
+
+
+_KINDS: dict[str, Callable[..., Any]] = {"choice": Choice, "score": Score, "noul": Noul}
+
+
+def _single(kind: str, instructions: str, criteria: Any) -> tuple[dict[str, Any]]:
+    """The one-question map of the ``choice`` / ``score`` / ``noul`` helpers, keyed by the kind."""
+    criteria = dict(criteria) if isinstance(criteria, Mapping) else criteria
+    return ({kind: _KINDS[kind](instructions=instructions, criteria=criteria)},)
+
+
+def _only(resp: SystemOneResponse) -> Answer:
+    return next(iter(resp.answers.values()))
+
+
+def _check_client(client: Any, api: str, spoken: tuple[str, ...]) -> None:
+    if api == "auto" and not spoken:
+        raise ClientCapabilityError(
+            f"{type(client).__name__} has none of chat.completions.create, responses.create or messages.create; "
+            "pass an OpenAI-compatible client (or api='systemone' / 'decisions')")
+    if api != "auto" and not has_path(client, api):
+        raise ClientCapabilityError(
+            f"api={api!r} needs {type(client).__name__}.{'.'.join(SURFACE_PATHS[api])}, which it does not have; "
+            f"pass the surface it speaks explicitly: one of {list(spoken) or ['systemone']}")
+
+
+def _plain_client(client: Any) -> Any:
+    """Switch the openai SDK's own retries off, so they do not multiply with ours."""
+    with_options = getattr(client, "with_options", None)
+    if callable(with_options):
+        try:
+            return with_options(max_retries=0)
+        except TypeError:
+            return client
+    return client

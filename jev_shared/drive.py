@@ -1,0 +1,122 @@
+"""Drive: run flows, sending their calls, on threads (sync) or tasks (async).
+
+:func:`drive` and :func:`adrive` are the only loops between a flow and the transport, shared by
+per-question, hosted and scout flows. :func:`run_threads` and :func:`run_tasks` carry the call's
+rules once: the first question alone while the surface is unknown (the scout), the total
+timeout (after which no request leaves), and every outcome kept so the first error in question
+order is the one reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
+
+from .calls import Budget, Call, Flow, Reply
+from .errors import DecisionTimeoutError, ProviderError
+
+T = TypeVar("T")
+#: A question's result, or the exception that ended it.
+Outcome = Any
+
+
+def drive(flow: Flow[T], send: Callable[[Call], Reply]) -> T:
+    """Run one flow to its end: each call it yields is sent, each reply (or ProviderError) goes back in."""
+    try:
+        call = next(flow)
+        while True:
+            try:
+                reply = send(call)
+            except ProviderError as exc:
+                call = flow.throw(exc)
+            else:
+                call = flow.send(reply)
+    except StopIteration as stop:
+        return stop.value
+
+
+async def adrive(flow: Flow[T], asend: Callable[[Call], Awaitable[Reply]], sem: asyncio.Semaphore) -> T:
+    """:func:`drive` for async I/O; ``sem`` bounds the requests in flight."""
+    try:
+        call = next(flow)
+        while True:
+            try:
+                async with sem:
+                    reply = await asend(call)
+            except ProviderError as exc:
+                call = flow.throw(exc)
+            else:
+                call = flow.send(reply)
+    except StopIteration as stop:
+        return stop.value
+
+
+def waves(n: int, scout: bool) -> list[range]:
+    """The first question alone when the surface is unknown, then the rest."""
+    return [range(0, 1), range(1, n)] if scout and n > 1 else [range(0, n)]
+
+
+def timed_out(budget: Budget) -> DecisionTimeoutError:
+    budget.cancel()  # no question may send another request for a call that has failed
+    return DecisionTimeoutError(f"the call's total timeout of {budget.timeout_s}s ran out")
+
+
+def run_threads(jobs: Sequence[Callable[[], T]], *, scout: bool, budget: Budget,
+                max_concurrency: int) -> list[Outcome]:
+    """Each job on a worker thread (in a copy of the caller's context, so tracing reaches it)."""
+    if len(jobs) == 1 and budget.deadline is None:
+        return [_outcome(jobs[0])]
+    outcomes: list[Outcome] = [None] * len(jobs)
+    pool = ThreadPoolExecutor(max_workers=min(max_concurrency, len(jobs)), thread_name_prefix="jev")
+    try:
+        for wave in waves(len(jobs), scout):
+            futures = {i: pool.submit(contextvars.copy_context().run, _outcome, jobs[i]) for i in wave}
+            _wait_wave(list(futures.values()), budget)
+            for i, future in futures.items():
+                outcomes[i] = future.result()
+            if any(isinstance(outcomes[i], BaseException) for i in wave):
+                break  # a failed scout is the call's first error: the rest are not sent
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return outcomes
+
+
+def _wait_wave(futures: list[Future[Outcome]], budget: Budget) -> None:
+    """Until every future is done (each keeps its own error, so the first in question order is
+    reported), or the budget runs out (then DecisionTimeoutError)."""
+    wait(futures, timeout=budget.left())
+    if any(not f.done() for f in futures):
+        raise timed_out(budget)
+
+
+def _outcome(job: Callable[[], T]) -> Outcome:
+    try:
+        return job()
+    except Exception as exc:  # noqa: BLE001 - kept as the question's outcome, raised in question order
+        return exc
+
+
+async def run_tasks(jobs: Sequence[Callable[[], Awaitable[T]]], *, scout: bool, budget: Budget) -> list[Outcome]:
+    """Each job as a task; the budget bounds them all (then DecisionTimeoutError)."""
+    async def every_wave() -> list[Outcome]:
+        outcomes: list[Outcome] = [None] * len(jobs)
+        for wave in waves(len(jobs), scout):
+            done = await asyncio.gather(*(jobs[i]() for i in wave), return_exceptions=True)
+            for i, outcome in zip(wave, done):
+                outcomes[i] = outcome
+            if any(isinstance(o, BaseException) for o in done):
+                break
+        return outcomes
+
+    try:
+        return await asyncio.wait_for(every_wave(), budget.left()) if budget.deadline is not None else await every_wave()
+    except TimeoutError:
+        raise timed_out(budget) from None
+
+
+def first_error(outcomes: Sequence[Outcome]) -> BaseException | None:
+    """The first question's error, in question order."""
+    return next((o for o in outcomes if isinstance(o, BaseException)), None)

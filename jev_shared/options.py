@@ -1,0 +1,126 @@
+"""Options: every knob of a client, validated once, as one frozen value (like httpx's ``Timeout``).
+
+A client holds one :class:`Options`; each call derives its own with :meth:`Options.for_call`
+(method, mode and labels may be set per call). Constructor mistakes raise ``ValueError`` (and
+``UnsupportedMethodError`` for the method); per-call ones an :class:`InvalidQuestionError`
+naming the field, before any request is sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InvalidQuestionError, UnsupportedMethodError
+from .methods import METHODS, MethodConfig
+from .prompt import LAYOUTS
+from .questions import Example
+from .transport import RetryPolicy
+
+MODES = ("system1", "system2", "auto")
+LABEL_STYLES = ("letters", "names")
+APIS = ("auto", "chat_completions", "responses", "messages", "systemone", "decisions")
+HOSTED = ("systemone", "decisions")
+CONFIDENCES = ("peak", "entropy")
+MISSING = ("zero", "floor")
+
+Examples = list[Example] | Mapping[str, list[Example]] | None
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a client was configured with; the defaults are the client constructor's."""
+
+    model: str
+    method: str = "auto"
+    mode: str = "system1"
+    auto_threshold: float = 0.7
+    api: str = "auto"
+    confidence: str = "peak"
+    top_logprobs: int = 20
+    max_concurrency: int = 8
+    n_retry_malformed: int = 1
+    thinking: bool | None = None
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    layout: str = "state_last"
+    labels: str = "names"
+    missing: str = "zero"
+    examples: Examples = None
+    strict_labels: bool = False
+    debias: bool = False
+    normalize_probabilities: bool = True
+    structured_outputs: bool = True
+    max_retries: int = 3
+    timeout: float | None = None
+    debug: bool = False
+
+    def __post_init__(self) -> None:
+        check_choice("method", self.method, METHODS)
+        check_choice("mode", self.mode, MODES)
+        check_choice("api", self.api, APIS)
+        check_choice("confidence", self.confidence, CONFIDENCES)
+        check_choice("layout", self.layout, LAYOUTS)
+        check_choice("missing", self.missing, MISSING)
+        check_choice("labels", self.labels, LABEL_STYLES)
+        if not isinstance(self.debias, bool):
+            raise ValueError(f"debias: must be True or False, got {self.debias!r}")
+        if not isinstance(self.model, str) or not self.model:
+            raise ValueError("model: a non-empty model name is required")
+        if not 0.0 <= self.auto_threshold <= 1.0:
+            raise ValueError(f"auto_threshold: must lie in [0, 1], got {self.auto_threshold}")
+        _check_count("top_logprobs", self.top_logprobs, 0)
+        _check_count("max_concurrency", self.max_concurrency, 1)
+        _check_count("n_retry_malformed", self.n_retry_malformed, 0)
+        _check_count("max_retries", self.max_retries, 0)
+        check_timeout(self.timeout, ValueError)
+        object.__setattr__(self, "extra_body", dict(self.extra_body or {}))
+
+    def for_call(self, method: str | None, mode: str | None, labels: str | None) -> Options:
+        """This call's options: the client's, with the per-call method, mode and labels checked and set."""
+        check_choice("method", method or self.method, METHODS)
+        check_choice("mode", mode or self.mode, MODES, InvalidQuestionError)
+        check_choice("labels", labels or self.labels, LABEL_STYLES, InvalidQuestionError)
+        return dataclasses.replace(self, method=method or self.method, mode=mode or self.mode,
+                                   labels=labels or self.labels)
+
+    @property
+    def hosted(self) -> bool:
+        """The questions are answered by a service (System One, Decisions), not read from an LLM."""
+        return self.api in HOSTED
+
+    @property
+    def method_config(self) -> MethodConfig:
+        """The narrow view the methods stage reads."""
+        return MethodConfig(self.top_logprobs, self.thinking, self.structured_outputs)
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(max_retries=self.max_retries)
+
+
+def check_choice(name: str, value: Any, allowed: tuple[str, ...], error: type[Exception] = ValueError) -> None:
+    """Constructor options raise ValueError; per-call ones a JevError naming the field; a method
+    that does not exist is always an UnsupportedMethodError."""
+    if value in allowed:
+        return
+    message = f"must be one of {list(allowed)}, got {value!r}"
+    if name == "method":
+        raise UnsupportedMethodError(f"{name}: {message}")
+    raise error(message, field=name) if error is InvalidQuestionError else error(f"{name}: {message}")
+
+
+def check_timeout(value: Any, error: type[Exception]) -> None:
+    """A total timeout is None or a finite number of seconds above 0 (inf would overflow the thread wait)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        message = f"must be None or a finite number of seconds > 0, got {value!r}"
+        raise error(message, field="timeout") if error is InvalidQuestionError else error(f"timeout: {message}")
+
+
+def _check_count(name: str, value: Any, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{name}: must be an integer >= {least}, got {value!r}")

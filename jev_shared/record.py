@@ -1,0 +1,80 @@
+"""Record: what each question's flow observed, and the response assembled from all of them.
+
+A flow writes only to its own :class:`Record` (usage, diagnostics, and with ``debug`` every
+attempt, credentials redacted); :func:`assemble` turns the records and answers into the
+:class:`SystemOneResponse` with its ``debug`` dict.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .answers import Answer, SystemOneResponse, Usage
+from .questions import Prepared
+from .redact import redact
+
+log = logging.getLogger("jev_shared")
+
+
+@dataclass
+class Record:
+    """What one question's flow observed: usage, diagnostics, and (with debug) every attempt."""
+
+    debug: bool
+    usage: Usage = field(default_factory=Usage)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    retry_reasons: list[str] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
+    readout: dict[str, Any] = field(default_factory=dict)
+    escalation: dict[str, Any] | None = None
+    passed: str = "system1"
+    labels_used: str | None = None
+    labels_note: str | None = None
+    surfaces: list[str] = field(default_factory=list)
+    prior: dict[str, float] | None = None
+
+    def note(self, kind: str, payload: Any) -> None:
+        """Keep a request or response for ``debug["questions"]`` (redacted), and log it at debug level."""
+        if self.debug:
+            entry = {"kind": kind, "data": redact(payload)}
+            self.attempts.append(entry)
+            log.debug("jev %s: %s", kind, entry["data"])
+
+
+def hosted_records(preps: list[Prepared], rec: Record, api: str) -> list[Record]:
+    """One record per question for the response's debug; the call's usage sits on the first."""
+    records = [rec] + [Record(rec.debug) for _ in preps[1:]]
+    for r in records:
+        r.methods.append(api)
+        r.surfaces.append(api)
+    return records
+
+
+def assemble(model: str, preps: list[Prepared], answers: list[Answer], records: list[Record], *,
+             server_limits: list[str], started: float, debug: bool) -> SystemOneResponse:
+    """The response: answers in question order, usage summed, and the debug dict."""
+    usage = Usage()
+    for rec in records:
+        usage.merge(rec.usage)
+    usage.latency_ms = (time.perf_counter() - started) * 1000.0
+    apis = {p.id: r.surfaces[-1] for p, r in zip(preps, records) if r.surfaces}
+    dbg: dict[str, Any] = {"api": next(iter(set(apis.values()))) if len(set(apis.values())) == 1 else "mixed",
+                           "apis": apis, "methods": {}, "passes": {}, "labels_missing": {}, "no_signal": [],
+                           "truncated": [], "retry_reasons": {}, "server_limits": server_limits}
+    for p, r in zip(preps, records):
+        dbg["methods"][p.id] = r.methods[-1]
+        dbg["passes"][p.id] = r.passed
+        for name, value in (("labels_missing", r.readout.get("labels_missing")), ("retry_reasons", r.retry_reasons),
+                            ("labels", r.labels_used), ("labels_fallback", r.labels_note),
+                            ("escalations", r.escalation), ("priors", r.prior)):
+            if value:
+                dbg.setdefault(name, {})[p.id] = value
+        for flag in ("no_signal", "truncated"):
+            if r.readout.get(flag):
+                dbg[flag].append(p.id)
+    if debug:
+        dbg["questions"] = {p.id: {"readout": r.readout, "attempts": r.attempts} for p, r in zip(preps, records)}
+    return SystemOneResponse(model=model, answers=dict(zip((p.id for p in preps), answers)), usage=usage, debug=dbg)
