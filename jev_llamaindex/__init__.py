@@ -7,13 +7,8 @@
 
 from .llm import AsyncLlamaIndexLLMClient, LlamaIndexLLMClient, chat_response_to_dict, system_one_clients
 from .postprocessor import JevRelevanceFilter
-from .selectors import (
-    JevMultiSelector,
-    JevSelectionEvent,
-    JevSelectorResult,
-    JevSingleSelector,
-    LowConfidenceError,
-)
+from .results import JevSelectionEvent, JevSelectorResult, LowConfidenceError
+from .selectors import JevMultiSelector, JevSingleSelector
 
 __all__ = [
     "JevSingleSelector",

@@ -1,18 +1,18 @@
-"""Resolve what a user hands a selector (engine client, OpenAI-style client, LlamaIndex LLM) to engine clients.
+"""From what a user hands a component (engine client, OpenAI-style client, LlamaIndex LLM) to a ClientPair.
 
-Selectors and the node filter take the same three doors, so the resolution lives in one place.
+Selectors and the node filter take the same three doors, so the resolution lives in one place:
+``resolve_clients`` builds the engine clients, ``client_pair`` checks them into the engine's
+``ClientPair``, which then runs every call (sync, async, or sync on a worker thread).
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-from collections.abc import Mapping
 from typing import Any
 
 from llama_index.core.settings import Settings
 
-from jev_shared import AsyncSystemOneClient, ClientCapabilityError, SystemOneClient, SystemOneResponse
+from jev_shared import AsyncSystemOneClient, ClientPair, SystemOneClient
 
 from .llm import system_one_clients
 
@@ -64,36 +64,18 @@ def resolve_clients(
     return sync, async_
 
 
-class Asker:
-    """Runs ``system_one`` on whichever engine client there is, sync or async.
+def client_pair(sync: Any, async_: Any, owner: str) -> ClientPair:
+    """The engine's ``ClientPair`` for a component's constructor, with this package's messages.
 
-    Async callers without an async client run the sync one in a worker thread. Sync callers
-    without a sync client get a clear error: an async HTTP client cannot be reused across event loops.
+    The constructors take engine clients only (``from_defaults`` wraps the rest), so a wrong type
+    says where to go, and no client at all is a ``ValueError`` as it always was here.
     """
-
-    def __init__(self, sync: SystemOneClient | None, async_: AsyncSystemOneClient | None, owner: str) -> None:
-        if sync is None and async_ is None:
-            raise ValueError(f"{owner}: pass a client (client=, async_client= or llm=)")
-        self.sync = sync
-        self.async_ = async_
-        self.owner = owner
-
-    def ask(self, state: Any, questions: Mapping[str, Any], **kw: Any) -> SystemOneResponse:
-        if self.sync is None:
-            raise ClientCapabilityError(
-                f"{self.owner} has only an async client; use the async API (aselect / aquery / aretrieve) "
-                "or pass a sync client as client="
+    if sync is None and async_ is None:
+        raise ValueError(f"{owner}: pass a client (client=, async_client= or llm=)")
+    for given, kind in ((sync, SystemOneClient), (async_, AsyncSystemOneClient)):
+        if given is not None and not isinstance(given, kind):
+            raise TypeError(
+                f"{owner}: expected a {kind.__name__}, got {type(given).__name__}; "
+                f"{owner}.from_defaults(client=..., model=...) wraps other clients"
             )
-        return self.sync.system_one(state, questions, **kw)
-
-    async def aask(self, state: Any, questions: Mapping[str, Any], **kw: Any) -> SystemOneResponse:
-        if self.async_ is not None:
-            return await self.async_.system_one(state, questions, **kw)
-        return await asyncio.to_thread(self.ask, state, questions, **kw)
-
-    @property
-    def method(self) -> str:
-        """The client's configured readout method (both clients are built alike)."""
-        client = self.sync or self.async_
-        assert client is not None
-        return client.method
+    return ClientPair(sync, async_, owner=owner)

@@ -52,18 +52,23 @@ def _llm_kwargs(kwargs: Mapping[str, Any]) -> tuple[list[ChatMessage], dict[str,
     return _messages(kwargs.get("messages") or []), rest
 
 
-class _Completions:
+class _LLMCompletions:
+    """What the sync and async ``completions`` share: the LLM (the request and reply mapping are functions)."""
+
     def __init__(self, llm: Any) -> None:
         self._llm = llm
+
+
+class _Completions(_LLMCompletions):
+    """``create(**kwargs)`` over ``llm.chat``."""
 
     def create(self, **kwargs: Any) -> dict[str, Any]:
         messages, rest = _llm_kwargs(kwargs)
         return chat_response_to_dict(self._llm.chat(messages, **rest))
 
 
-class _AsyncCompletions:
-    def __init__(self, llm: Any) -> None:
-        self._llm = llm
+class _AsyncCompletions(_LLMCompletions):
+    """The same over ``llm.achat``: only the call is awaited."""
 
     async def create(self, **kwargs: Any) -> dict[str, Any]:
         messages, rest = _llm_kwargs(kwargs)
@@ -71,26 +76,29 @@ class _AsyncCompletions:
 
 
 class _Chat:
-    def __init__(self, completions: Any) -> None:
+    def __init__(self, completions: _LLMCompletions) -> None:
         self.completions = completions
 
 
-class LlamaIndexLLMClient:
+class _Adapter:
+    """A LlamaIndex LLM in the OpenAI SDK's shape (``.chat.completions.create``), checked on the way in."""
+
+    _completions: type[_LLMCompletions] = _Completions
+
+    def __init__(self, llm: Any) -> None:
+        _check_llm(llm)
+        self.llm = llm
+        self.chat = _Chat(self._completions(llm))
+
+
+class LlamaIndexLLMClient(_Adapter):
     """``chat.completions.create(**kwargs)`` over ``llm.chat``: a LlamaIndex LLM as an OpenAI-style client."""
 
-    def __init__(self, llm: Any) -> None:
-        _check_llm(llm)
-        self.llm = llm
-        self.chat = _Chat(_Completions(llm))
 
-
-class AsyncLlamaIndexLLMClient:
+class AsyncLlamaIndexLLMClient(_Adapter):
     """The async twin: ``await chat.completions.create(**kwargs)`` over ``llm.achat``."""
 
-    def __init__(self, llm: Any) -> None:
-        _check_llm(llm)
-        self.llm = llm
-        self.chat = _Chat(_AsyncCompletions(llm))
+    _completions = _AsyncCompletions
 
 
 def system_one_clients(llm: Any, **client_kwargs: Any) -> tuple[SystemOneClient, AsyncSystemOneClient]:

@@ -12,13 +12,24 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
-from jev_shared import Answer, AsyncSystemOneClient, Noul, NoulAnswer, Score, ScoreAnswer, SystemOneClient
+from jev_shared import (
+    Answer,
+    AsyncSystemOneClient,
+    ClientPair,
+    Noul,
+    NoulAnswer,
+    Score,
+    ScoreAnswer,
+    SystemOneClient,
+    SystemOneResponse,
+)
 
-from ._clients import Asker, resolve_clients
+from ._checks import unit_interval
+from ._clients import client_pair, resolve_clients
 
 __all__ = ["JevRelevanceFilter", "DEFAULT_RELEVANCE_NOUL", "relevance"]
 
@@ -42,18 +53,24 @@ class JevRelevanceFilter(BaseNodePostprocessor):
     Kept nodes keep their retrieval order; each one's ``score`` becomes its relevance.
     """
 
-    threshold: float = Field(default=0.5, ge=0.0, le=1.0, description="Relevance a node needs to be kept.")
-    _asker: Asker = PrivateAttr()
+    threshold: float = Field(default=0.5, description="Relevance a node needs to be kept, in [0, 1].")
+    _pair: ClientPair = PrivateAttr()
     _question: Noul | Score = PrivateAttr()
 
     def __init__(self, client: SystemOneClient | None = None, *, async_client: AsyncSystemOneClient | None = None,
                  question: Noul | Score | None = None, threshold: float = 0.5, **kwargs: Any) -> None:
         super().__init__(threshold=threshold, **kwargs)
-        self._asker = Asker(client, async_client, type(self).__name__)
+        self._pair = client_pair(client, async_client, type(self).__name__)
         question = Noul(instructions=DEFAULT_RELEVANCE_NOUL) if question is None else question
         if not isinstance(question, (Noul, Score)):
             raise ValueError(f"question: a Noul or a Score, got {type(question).__name__}")
         self._question = question
+
+    @field_validator("threshold")
+    @classmethod
+    def _threshold_in_unit_interval(cls, value: float) -> float:
+        """The multi selector's rule and message, through pydantic (so coercion and the error type stay)."""
+        return unit_interval("threshold", value)
 
     @classmethod
     def class_name(cls) -> str:
@@ -66,45 +83,32 @@ class JevRelevanceFilter(BaseNodePostprocessor):
         sync, async_ = resolve_clients(client, async_client=async_client, llm=llm, model=model, **client_kwargs)
         return cls(sync, async_client=async_, question=question, threshold=threshold)
 
-    def _state(self, node: NodeWithScore, query: QueryBundle) -> dict[str, str]:
-        return {"question": query.query_str, "passage": node.node.get_content(metadata_mode=MetadataMode.LLM)}
+    def _states(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> list[dict[str, str]]:
+        """One state per node: the query and the node's text (the query is required)."""
+        query = _required(query_bundle)
+        return [{"question": query.query_str, "passage": n.node.get_content(metadata_mode=MetadataMode.LLM)}
+                for n in nodes]
 
-    def _keep(self, nodes: list[NodeWithScore], answers: list[Answer]) -> list[NodeWithScore]:
+    def _keep(self, nodes: list[NodeWithScore], resps: list[SystemOneResponse]) -> list[NodeWithScore]:
+        """The nodes whose relevance reaches the threshold, in order, scored by it."""
         kept = []
-        for node, answer in zip(nodes, answers):
-            p = relevance(answer)
+        for node, resp in zip(nodes, resps):
+            p = relevance(resp.answers[QUESTION_ID])
             if p >= self.threshold:
                 kept.append(NodeWithScore(node=node.node, score=p))
         return kept
 
+    # -- the thin sync and async shells: judge every node concurrently, then keep ----------------
+
     def _postprocess_nodes(self, nodes: list[NodeWithScore],
                            query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
-        query = _required(query_bundle)
-        if not nodes:
-            return []
-
-        def judge(node: NodeWithScore) -> Answer:
-            return self._asker.ask(self._state(node, query), {QUESTION_ID: self._question}).answers[QUESTION_ID]
-
-        client = self._asker.sync
-        workers = min(len(nodes), client.max_concurrency if client else 1)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jev-filter") as pool:
-            answers = list(pool.map(judge, nodes))
-        return self._keep(nodes, answers)
+        states = self._states(nodes, query_bundle)
+        return self._keep(nodes, ask_each(self._pair, states, {QUESTION_ID: self._question}))
 
     async def _apostprocess_nodes(self, nodes: list[NodeWithScore],
                                   query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
-        query = _required(query_bundle)
-        client = self._asker.async_ or self._asker.sync
-        sem = asyncio.Semaphore(client.max_concurrency if client else 1)
-
-        async def judge(node: NodeWithScore) -> Answer:
-            async with sem:
-                resp = await self._asker.aask(self._state(node, query), {QUESTION_ID: self._question})
-            return resp.answers[QUESTION_ID]
-
-        answers = await asyncio.gather(*(judge(n) for n in nodes))
-        return self._keep(nodes, list(answers))
+        states = self._states(nodes, query_bundle)
+        return self._keep(nodes, await aask_each(self._pair, states, {QUESTION_ID: self._question}))
 
 
 def _required(query_bundle: QueryBundle | None) -> QueryBundle:
@@ -112,3 +116,21 @@ def _required(query_bundle: QueryBundle | None) -> QueryBundle:
         raise ValueError("JevRelevanceFilter judges nodes against the query: pass query_bundle= or query_str=")
     return query_bundle
 
+
+def ask_each(pair: ClientPair, states: list[Any], questions: dict[str, Any]) -> list[SystemOneResponse]:
+    """The same questions on each state, on up to the client's ``max_concurrency`` worker threads."""
+    if not states:
+        return []
+    with ThreadPoolExecutor(max_workers=min(len(states), pair.max_concurrency), thread_name_prefix="jev-filter") as pool:
+        return list(pool.map(lambda state: pair.ask(state, questions), states))
+
+
+async def aask_each(pair: ClientPair, states: list[Any], questions: dict[str, Any]) -> list[SystemOneResponse]:
+    """The same questions on each state as concurrent tasks, up to the client's ``max_concurrency`` at once."""
+    sem = asyncio.Semaphore(pair.max_concurrency)
+
+    async def one(state: Any) -> SystemOneResponse:
+        async with sem:
+            return await pair.aask(state, questions)
+
+    return list(await asyncio.gather(*(one(s) for s in states)))
