@@ -53,6 +53,8 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--layout", default="state_last", choices=("state_last", "split", "fused"))
     p.add_argument("--max-concurrency", type=int, default=8, help="questions of one request in flight at once")
     p.add_argument("--max-retries", type=int, default=3, help="engine retries of transient backend faults")
+    p.add_argument("--method", default="auto", choices=("auto", "logprobs", "grammar", "structured", "discrete"),
+                   help="the engine's readout (default auto: logprobs where the backend returns them)")
     p.add_argument("--log-level", default="info")
 
 
@@ -70,7 +72,8 @@ def run_serve(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         config = GatewayConfig(backends=backends(args, stack), api_keys=keys, max_body_bytes=args.max_body_bytes,
                                max_in_flight=args.max_in_flight, default_timeout_s=args.timeout, layout=args.layout,
-                               max_concurrency=args.max_concurrency, max_retries=args.max_retries)
+                               max_concurrency=args.max_concurrency, max_retries=args.max_retries,
+                               method=args.method)
         configure_logging(args.log_level)
         if not keys:
             print(f"jev serve: no API keys configured: serving loopback only ({args.host}), without authentication",

@@ -40,6 +40,9 @@ class GatewayConfig:
     #: The whole request's bound when the request sets none (seconds), and the most it may ask for.
     default_timeout_s: float = 60.0
     max_timeout_s: float = 300.0
+    #: The engine's readout. "auto" learns per model (logprobs, else structured JSON) and remembers;
+    #: "logprobs" pins it for backends known to return logprobs (vLLM, SGLang, llama.cpp).
+    method: str = "auto"
     #: Engine defaults per request; a request's own options override them.
     layout: str = "state_last"
     max_concurrency: int = 8

@@ -69,7 +69,7 @@ class EnginePool:
             base = openai.AsyncOpenAI(base_url=backend.base_url, api_key=backend.api_key, max_retries=0)
             self._openai[model] = base
         http = base.with_options(timeout=opts.timeout_seconds) if opts.timeout_seconds else base
-        return AsyncSystemOneClient(http, model=backend.model, api=backend.api, layout=opts.layout,
+        return AsyncSystemOneClient(http, model=backend.model, api=backend.api, method=self.config.method, layout=opts.layout,
                                     max_concurrency=opts.max_concurrency, top_logprobs=opts.top_logprobs,
                                     max_retries=self.config.max_retries)
 

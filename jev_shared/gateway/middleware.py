@@ -50,11 +50,20 @@ class Front:
         status = [500]
         presented = self._presented_key(scope)
 
+        recorded = [False]
+
+        def record() -> None:
+            if not recorded[0]:
+                recorded[0] = True
+                self._record(scope, rid, status[0], started, presented, info)
+
         async def tagged_send(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
                 message["headers"] = [*message.get("headers", ()), (b"x-request-id", rid.encode()),
                                       (b"x-typesafe-request-id", rid.encode())]
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                record()  # before the last byte leaves: the line exists once the caller has its answer
             await send(message)
 
         try:
@@ -67,7 +76,7 @@ class Front:
             else:
                 await self.app(scope, receive, tagged_send)
         finally:
-            self._record(scope, rid, status[0], started, presented, info)
+            record()
 
     def _presented_key(self, scope: dict[str, Any]) -> str | None:
         match = _BEARER.match(_header(scope, b"authorization") or "")

@@ -50,9 +50,28 @@ def gateway_url(stub_backend):
         yield url
 
 
+@pytest.fixture(scope="session")
+def faulty_url(stub_backend):
+    """A gateway of its own for backend-fault tests: the engine counts a 5xx on a logprobs call as a
+    strike against logprobs and, at the second, answers that model with structured JSON from then on
+    (``method="auto"`` memory), which would leak into every later test on a shared gateway."""
+    with running(config_for(stub_backend)) as url:
+        yield url
+
+
+def client_for(url: str) -> httpx.Client:
+    return httpx.Client(base_url=url, headers={"authorization": f"Bearer {KEY}"}, timeout=30)
+
+
 @pytest.fixture
 def http(gateway_url):
-    with httpx.Client(base_url=gateway_url, headers={"authorization": f"Bearer {KEY}"}, timeout=30) as client:
+    with client_for(gateway_url) as client:
+        yield client
+
+
+@pytest.fixture
+def faulty(faulty_url):
+    with client_for(faulty_url) as client:
         yield client
 
 

@@ -40,6 +40,11 @@ def chat_reply(prompt: str) -> bytes:
     }).encode()
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # the default listen backlog of 5 refuses connections under load
+    daemon_threads = True
+
+
 class FaultStub:
     """``with FaultStub() as stub: stub.base_url, stub.requests, stub.fault = "429"``."""
 
@@ -51,8 +56,7 @@ class FaultStub:
         self.bodies: list[dict[str, Any]] = []
         self.release = threading.Event()
         self._lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.httpd.daemon_threads = True
+        self.httpd = _Server(("127.0.0.1", 0), self._handler())
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:

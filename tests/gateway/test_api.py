@@ -131,26 +131,26 @@ def test_404_for_an_unknown_model(http, stub):
         "type": "model_not_found", "field": "model", "message": f"the gateway serves no model 'nope'; it serves ['{MODEL}']"}
 
 
-def test_429_with_retry_after_when_the_backend_throttles(http, stub):
+def test_429_with_retry_after_when_the_backend_throttles(faulty, stub):
     stub.fault = "429"
-    resp = ask(http)
+    resp = ask(faulty)
     assert resp.status_code == 429 and resp.headers["retry-after"] == "7"
     assert resp.json()["error"]["type"] == "rate_limited"
 
 
-def test_502_when_the_backend_fails(http, stub):
+def test_502_when_the_backend_fails(faulty, stub):
     stub.fault = "500"
-    resp = ask(http)
+    resp = ask(faulty)
     assert resp.status_code == 502 and resp.json()["error"]["type"] == "backend_error"
     assert "the backend broke" in resp.json()["error"]["message"]
 
 
-def test_504_when_the_request_runs_out_of_time(http, stub):
+def test_504_when_the_request_runs_out_of_time(faulty, stub):
     stub.fault = "hang"
     try:
-        resp = ask(http, request={"total_timeout_seconds": 0.3})
+        resp = ask(faulty, request={"total_timeout_seconds": 0.3})
         assert resp.status_code == 504 and resp.json()["error"]["type"] == "timeout"
-        resp = ask(http, questions={"spam": QUESTIONS["spam"]}, backend={"timeout_seconds": 0.3})
+        resp = ask(faulty, questions={"spam": QUESTIONS["spam"]}, backend={"timeout_seconds": 0.3})
         assert resp.status_code == 504 and resp.json()["error"]["type"] == "backend_timeout"
     finally:
         stub.release.set()
@@ -178,7 +178,7 @@ def test_429_when_the_gateways_queue_is_full(stub):
         assert first["r"].status_code == 200
 
 
-def test_error_bodies_never_carry_the_key(http, stub):
+def test_error_bodies_never_carry_the_key(faulty, stub):
     stub.fault = "500"
-    resp = ask(http, state=f"my key is {KEY}")
+    resp = ask(faulty, state=f"my key is {KEY}")
     assert KEY not in resp.text and json.loads(resp.text)["error"]["type"] == "backend_error"
