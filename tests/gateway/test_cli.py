@@ -10,6 +10,7 @@ import sys
 import time
 
 import httpx
+import pytest
 
 from jev_shared.local import free_port
 from tests.gateway.conftest import KEY
@@ -54,23 +55,29 @@ def test_decide_reads_questions_from_a_file_and_reports_a_bad_one(stub, tmp_path
     assert json.loads(out.stderr)["error"]["field"] == "questions.urgency.criteria"
 
 
-def test_serve_answers_and_logs_json_lines(stub):
+def start_serve(*args: str) -> tuple[subprocess.Popen, str]:
+    """``jev serve`` on a free port, once /healthz answers."""
     port = free_port()
     exe = shutil.which("jev")
     cmd = [exe] if exe else [sys.executable, "-m", "jev_shared.cli"]
-    proc = subprocess.Popen([*cmd, "serve", "--port", str(port), "--backend-url", stub.base_url, "--model", "m"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "JEV_API_KEYS": KEY})
+    proc = subprocess.Popen([*cmd, "serve", "--port", str(port), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "JEV_API_KEYS": KEY})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(url + "/healthz").status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError(proc.communicate()[1]) from None
+            time.sleep(0.1)
+
+
+def test_serve_answers_and_logs_json_lines(stub):
+    proc, url = start_serve("--backend-url", stub.base_url, "--model", "m")
     try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(url + "/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
-                time.sleep(0.1)
         resp = httpx.post(url + "/v1/systemone", headers={"authorization": f"Bearer {KEY}"},
                           json={"model": "m", "state": "x truth=no", "questions": SPAM})
         assert resp.status_code == 200 and resp.json()["answers"]["spam"]["noul"] < 0.1
@@ -80,3 +87,17 @@ def test_serve_answers_and_logs_json_lines(stub):
     lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert [entry["path"] for entry in lines] == ["/healthz", "/v1/systemone"]
     assert KEY not in out and KEY not in err and "models ['m']" in err
+
+
+@pytest.mark.live
+def test_serve_without_a_backend_starts_the_embedded_model():
+    proc, url = start_serve()
+    try:
+        models = httpx.get(url + "/v1/models", headers={"authorization": f"Bearer {KEY}"}).json()["data"]
+        resp = httpx.post(url + "/v1/systemone", headers={"authorization": f"Bearer {KEY}"}, timeout=60,
+                          json={"model": models[0]["id"], "state": "Buy cheap pills now!!!", "questions": SPAM})
+        assert resp.status_code == 200 and 0 <= resp.json()["answers"]["spam"]["noul"] <= 1
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "embedded model smollm2-135m" in err
