@@ -29,6 +29,11 @@ def reply_body(finish_reason: str = "length") -> bytes:
 BODY = reply_body()
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # the default listen backlog of 5 refuses connections from 32 clients
+    daemon_threads = True
+
+
 class StubServer:
     """``with StubServer(latency_s=0.02) as base_url: ...``"""
 
@@ -48,8 +53,7 @@ class StubServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
 
     def __enter__(self) -> str:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()

@@ -2,13 +2,13 @@
 # The tests: sets itself up on first run, then runs the suite twice,
 #   1. openai 3.x with LangChain (the main environment, .venv),
 #   2. openai 2.x with LlamaIndex (whose OpenAI integration needs openai < 3, .venv-openai2),
-#      without the Qwen tests, which the first pass ran.
+#      without the Qwen tests and the gateway tests, which the first pass ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh .venv dev,local,qwen,langchain
+source scripts/env.sh .venv dev,local,qwen,langchain,serve
 echo "== openai $(python -c 'import openai; print(openai.__version__)') + langchain =="
 python -m pytest -q -p no:cacheprovider "$@" --ignore=tests/llamaindex
 source scripts/env.sh .venv-openai2 dev,local,llamaindex "openai<3"
 echo "== openai $(python -c 'import openai; print(openai.__version__)') + llamaindex =="
 # the Qwen model already ran in the first pass (its assembled file is cached and shared)
-python -m pytest -q -p no:cacheprovider -m "not qwen" "$@" --ignore=tests/langchain
+python -m pytest -q -p no:cacheprovider -m "not qwen" "$@" --ignore=tests/langchain --ignore=tests/gateway

@@ -1,0 +1,190 @@
+"""The gateway's cost: `jev serve` against calling the engine directly, over a stub and the embedded model.
+
+One run, three parts:
+
+1. Stub backend (fixed latency, default 20 ms), one client: the engine called directly
+   (``AsyncSystemOneClient`` over ``openai.AsyncOpenAI``) and through the gateway (``POST
+   /v1/systemone`` over httpx), taking turns call by call; the gateway's overhead is the p50 difference.
+2. Stub backend, 32 concurrent clients: throughput, p50, p99 and errors, direct and through the gateway.
+3. The embedded SmolLM2 model (``LocalServer()``), one client and 4 concurrent clients, direct and
+   through the gateway in front of that same server (one model server on the machine, not two).
+
+The gateway runs as a real ``jev serve`` subprocess (keys on, access log to /dev/null); the stub runs
+in this process. One choice question per request, the gateway's defaults.
+
+    python bench/gateway.py [--n 200] [--clients 32] [--latency-ms 20] [--local-n 20] [--no-local]
+
+Targets: overhead <= 2 ms p50 on the stub; 0 errors under 32 concurrent clients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from stub_server import StubServer  # noqa: E402
+
+from jev_shared import AsyncSystemOneClient, Choice  # noqa: E402
+from jev_shared.local import LocalServer, free_port  # noqa: E402
+
+STATE = "My invoice was charged twice, please refund the duplicate payment."
+TEAM = Choice(instructions="Which team should handle this ticket?",
+              criteria={"billing": "Invoices, refunds", "technical": "Bugs, errors", "sales": "Pricing, plans"})
+QUESTIONS = {"team": TEAM}
+KEY = "bench-" + secrets.token_hex(12)
+
+
+def stub_body() -> bytes:
+    """A one-token reply whose window holds the option names (the engine's default labels)."""
+    window = [{"token": t, "logprob": lp, "bytes": list(t.encode())}
+              for t, lp in (("billing", -0.1), ("technical", -2.0), ("sales", -3.0), ("The", -5.0))]
+    return json.dumps({"id": "b", "object": "chat.completion", "created": 0, "model": "stub",
+                       "choices": [{"index": 0, "finish_reason": "length",
+                                    "message": {"role": "assistant", "content": "billing"},
+                                    "logprobs": {"content": [{**window[0], "top_logprobs": window}]}}],
+                       "usage": {"prompt_tokens": 60, "completion_tokens": 1, "total_tokens": 61}}).encode()
+
+
+class Gateway:
+    """``jev serve`` in a subprocess; ``backend=None`` lets it start the embedded model."""
+
+    def __init__(self, backend: tuple[str, str] | None) -> None:
+        self.port = free_port()
+        args = ["--backend-url", backend[0], "--model", backend[1]] if backend else []
+        self.proc = subprocess.Popen([sys.executable, "-m", "jev_shared.cli", "serve", "--port", str(self.port),
+                                      "--log-level", "warning", "--max-in-flight", "256", *args],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, "JEV_API_KEYS": KEY})
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Gateway:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                self.models = httpx.get(self.url + "/healthz").json()["models"]
+                return self
+            except httpx.TransportError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"jev serve did not start: {self.proc.stderr.read()}") from None
+                time.sleep(0.1)
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def callers(base_url: str, model: str, gw: Gateway) -> tuple[Callable[[], Awaitable[Any]], Callable[[], Awaitable[Any]]]:
+    """(direct engine call, call through the gateway), each raising on a failed answer."""
+    engine = AsyncSystemOneClient(openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0), model=model,
+                                  api="chat_completions")
+    http = httpx.AsyncClient(base_url=gw.url, headers={"authorization": f"Bearer {KEY}"}, timeout=120,
+                             limits=httpx.Limits(max_connections=256, max_keepalive_connections=256))
+    body = {"model": gw.models[0], "state": STATE, "questions": {k: q.model_dump(exclude_none=True)
+                                                                 for k, q in QUESTIONS.items()}}
+
+    async def direct() -> Any:
+        return await engine.system_one(STATE, QUESTIONS)
+
+    async def via_gateway() -> Any:
+        resp = await http.post("/v1/systemone", json=body)
+        resp.raise_for_status()
+        return resp.json()
+
+    return direct, via_gateway
+
+
+async def timed(fn: Callable[[], Awaitable[Any]]) -> float | None:
+    start = time.perf_counter()
+    try:
+        await fn()
+    except Exception:  # noqa: BLE001 - an error is counted, not raised
+        return None
+    return (time.perf_counter() - start) * 1000.0
+
+
+async def turns(direct: Callable[[], Awaitable[Any]], gateway: Callable[[], Awaitable[Any]], n: int) -> dict[str, Any]:
+    """One client: the two take turns call by call (a warm-up call each first)."""
+    await direct(), await gateway()
+    d, g = [], []
+    for _ in range(n):
+        d.append(await timed(direct))
+        g.append(await timed(gateway))
+    return {"direct": summary(d, None), "gateway": summary(g, None)}
+
+
+async def concurrent(fn: Callable[[], Awaitable[Any]], clients: int, per_client: int) -> dict[str, Any]:
+    async def client() -> list[float | None]:
+        return [await timed(fn) for _ in range(per_client)]
+
+    start = time.perf_counter()
+    results = await asyncio.gather(*(client() for _ in range(clients)))
+    wall = time.perf_counter() - start
+    return summary([x for r in results for x in r], wall)
+
+
+def summary(samples: list[float | None], wall_s: float | None) -> dict[str, Any]:
+    ok = sorted(x for x in samples if x is not None)
+    out: dict[str, Any] = {"n": len(samples), "errors": len(samples) - len(ok)}
+    if ok:
+        out["p50_ms"] = round(statistics.median(ok), 2)
+        out["p99_ms"] = round(ok[min(len(ok) - 1, int(0.99 * len(ok)))], 2)
+    if wall_s:
+        out["throughput_rps"] = round(len(ok) / wall_s, 1)
+    return out
+
+
+async def run_stub(args: argparse.Namespace) -> dict[str, Any]:
+    with StubServer(args.latency_ms / 1000.0, body=stub_body()) as base_url, Gateway((base_url, "stub")) as gw:
+        direct, via = callers(base_url, "stub", gw)
+        seq = await turns(direct, via, args.n)
+        seq["overhead_p50_ms"] = round(seq["gateway"]["p50_ms"] - seq["direct"]["p50_ms"], 2)
+        per = max(1, args.n // 4)
+        conc = {"direct": await concurrent(direct, args.clients, per), "gateway": await concurrent(via, args.clients, per)}
+        return {"latency_ms": args.latency_ms, "one_client": seq, f"{args.clients}_clients": conc}
+
+
+async def run_local(args: argparse.Namespace) -> dict[str, Any]:
+    with LocalServer() as srv:  # direct: the engine against its own embedded server
+        gw_free = Gateway((srv.base_url, srv.model))
+        with gw_free as gw:  # the gateway in front of the same server, so both read the same model
+            direct, via = callers(srv.base_url, srv.model, gw)
+            seq = await turns(direct, via, args.local_n)
+            seq["overhead_p50_ms"] = round(seq["gateway"]["p50_ms"] - seq["direct"]["p50_ms"], 2)
+            conc = {"direct": await concurrent(direct, 4, max(1, args.local_n // 4)),
+                    "gateway": await concurrent(via, 4, max(1, args.local_n // 4))}
+    return {"model": srv.model, "one_client": seq, "4_clients": conc}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=200)
+    p.add_argument("--clients", type=int, default=32)
+    p.add_argument("--latency-ms", type=float, default=20.0)
+    p.add_argument("--local-n", type=int, default=20)
+    p.add_argument("--no-local", action="store_true")
+    args = p.parse_args()
+    result = {"stub": asyncio.run(run_stub(args))}
+    if not args.no_local:
+        result["embedded"] = asyncio.run(run_local(args))
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

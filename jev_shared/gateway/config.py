@@ -1,0 +1,83 @@
+"""The gateway's configuration: which models it serves, who may call it, and its limits.
+
+Plain dataclasses, no web framework: the CLI builds one, tests build one, ``create_app`` reads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Hosts that count as loopback for "no keys, loopback only".
+LOOPBACK_NAMES = ("localhost",)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One model the gateway serves: an OpenAI-compatible server and the model name to ask it for."""
+
+    base_url: str
+    model: str
+    api_key: str = "unused"
+    #: The engine surface toward the backend. Chat Completions is the one every OpenAI-compatible
+    #: server speaks with logprobs; "auto" would spend scout calls on a first request.
+    api: str = "chat_completions"
+
+
+@dataclass
+class GatewayConfig:
+    """Everything ``create_app`` needs. ``api_keys`` empty means: no authentication (loopback only)."""
+
+    backends: dict[str, Backend]
+    api_keys: frozenset[str] = frozenset()
+    #: Request bodies over this many bytes are refused with 413.
+    max_body_bytes: int = 1_000_000
+    #: Requests answered at once; one more is refused with 429 and Retry-After.
+    max_in_flight: int = 64
+    #: The whole request's bound when the request sets none (seconds), and the most it may ask for.
+    default_timeout_s: float = 60.0
+    max_timeout_s: float = 300.0
+    #: The engine's readout. "auto" learns per model (logprobs, else structured JSON) and remembers;
+    #: "logprobs" pins it for backends known to return logprobs (vLLM, SGLang, llama.cpp).
+    method: str = "auto"
+    #: Engine defaults per request; a request's own options override them.
+    layout: str = "state_last"
+    max_concurrency: int = 8
+    top_logprobs: int = 20
+    #: The engine's retries of transient backend faults (429, 5xx, connection errors).
+    max_retries: int = 3
+    #: Retry-After (seconds) when the gateway itself is full, or a throttling backend named none.
+    retry_after_s: int = 1
+
+    @property
+    def auth_required(self) -> bool:
+        return bool(self.api_keys)
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and localhost; anything else (0.0.0.0 included) is reachable from outside."""
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def load_keys(key_file: str | os.PathLike[str] | None = None, env: str = "JEV_API_KEYS") -> frozenset[str]:
+    """Keys from ``$JEV_API_KEYS`` (comma-separated) and a key file (one a line, ``#`` comments)."""
+    keys = {k.strip() for k in os.environ.get(env, "").split(",") if k.strip()}
+    if key_file:
+        for line in Path(key_file).read_text().splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line:
+                keys.add(line)
+    return frozenset(keys)
+
+
+def key_id(key: str) -> str:
+    """A short, non-reversible name for a key, safe for logs: which caller, never the key."""
+    return hashlib.sha256(key.encode()).hexdigest()[:8]

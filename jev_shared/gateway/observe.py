@@ -1,0 +1,62 @@
+"""What the gateway says about itself: Prometheus metrics and one JSON access-log line per request.
+
+Metrics live in a registry per app (not the process-global one), so two gateways in one process
+(tests, a bench) count apart. The access log never holds a key: the bearer token is logged as a
+short hash (``key_id``), every configured key is scrubbed from the line, and the line passes
+through :func:`jev_shared.redact.redact`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from jev_shared.redact import REDACTED, redact
+
+ACCESS_LOG = logging.getLogger("jev_shared.gateway.access")
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class Metrics:
+    """The gateway's counters: requests, latency, backend calls, questions, errors by type, in flight."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("jev_gateway_requests", "HTTP requests answered", ["path", "status"], registry=r)
+        self.latency = Histogram("jev_gateway_request_seconds", "Time to answer a request", ["path"],
+                                 buckets=LATENCY_BUCKETS, registry=r)
+        self.backend_calls = Counter("jev_gateway_backend_calls", "Backend calls made for answered requests",
+                                     ["model"], registry=r)
+        self.backend_retries = Counter("jev_gateway_backend_retries", "Backend calls retried for answered requests",
+                                       ["model"], registry=r)
+        self.questions = Counter("jev_gateway_questions", "Questions answered", ["model"], registry=r)
+        self.errors = Counter("jev_gateway_errors", "Error responses by type", ["type"], registry=r)
+        self.in_flight = Gauge("jev_gateway_in_flight", "System One requests being answered", registry=r)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """Replace every occurrence of a known secret (a configured or presented key) in ``text``."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def access_line(fields: dict[str, Any], secrets: Iterable[str]) -> str:
+    """One JSON line, redacted: secret-named fields, key-shaped strings, and the known keys."""
+    line = json.dumps(redact(fields), separators=(",", ":"), default=str)
+    return scrub(line, secrets)
+
+
+def log_access(fields: dict[str, Any], secrets: Iterable[str]) -> None:
+    if ACCESS_LOG.isEnabledFor(logging.INFO):
+        ACCESS_LOG.info(access_line({"ts": round(time.time(), 3), **fields}, secrets))

@@ -1,0 +1,103 @@
+"""The ``jev`` command, run as a subprocess: help, serve's refusals and a real serve, decide."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from jev_shared.local import free_port
+from tests.gateway.conftest import KEY
+
+SPAM = {"spam": {"type": "noul", "instructions": "This is spam."}}
+
+
+def jev(*args: str, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
+    exe = shutil.which("jev")
+    cmd = [exe, *args] if exe else [sys.executable, "-m", "jev_shared.cli", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})}, **kw)
+
+
+def test_help_lists_the_commands():
+    out = jev("--help")
+    assert out.returncode == 0 and "serve" in out.stdout and "decide" in out.stdout
+    assert "--backend-url" in jev("serve", "--help").stdout and "--questions" in jev("decide", "--help").stdout
+
+
+def test_serve_refuses_a_public_host_without_keys():
+    out = jev("serve", "--host", "0.0.0.0", "--backend-url", "http://127.0.0.1:9/v1", "--model", "m",
+              env={"JEV_API_KEYS": ""})
+    assert out.returncode == 2 and "refusing to serve 0.0.0.0 without API keys" in out.stderr
+
+
+def test_decide_against_the_stub(stub):
+    out = jev("decide", "--state", "a ticket want=technical truth=yes", "--backend-url", stub.base_url,
+              "--model", "m", "--questions", json.dumps({
+                  "team": {"type": "choice", "instructions": "Which team?",
+                           "criteria": {"billing": "payments", "technical": "bugs"}}, **SPAM}))
+    assert out.returncode == 0, out.stderr
+    body = json.loads(out.stdout)
+    assert body["answers"]["team"]["choice"] == "technical" and body["answers"]["spam"]["noul"] > 0.9
+    assert stub.requests == 2
+
+
+def test_decide_reads_questions_from_a_file_and_reports_a_bad_one(stub, tmp_path):
+    path = tmp_path / "questions.json"
+    path.write_text(json.dumps({"urgency": {"type": "score", "instructions": "How urgent?", "criteria": ["now"]}}))
+    out = jev("decide", "--state", "x", "--questions", str(path), "--backend-url", stub.base_url, "--model", "m")
+    assert out.returncode == 2 and stub.requests == 0
+    assert json.loads(out.stderr)["error"]["field"] == "questions.urgency.criteria"
+
+
+def start_serve(*args: str) -> tuple[subprocess.Popen, str]:
+    """``jev serve`` on a free port, once /healthz answers."""
+    port = free_port()
+    exe = shutil.which("jev")
+    cmd = [exe] if exe else [sys.executable, "-m", "jev_shared.cli"]
+    proc = subprocess.Popen([*cmd, "serve", "--port", str(port), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "JEV_API_KEYS": KEY})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(url + "/healthz").status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError(proc.communicate()[1]) from None
+            time.sleep(0.1)
+
+
+def test_serve_answers_and_logs_json_lines(stub):
+    proc, url = start_serve("--backend-url", stub.base_url, "--model", "m")
+    try:
+        resp = httpx.post(url + "/v1/systemone", headers={"authorization": f"Bearer {KEY}"},
+                          json={"model": "m", "state": "x truth=no", "questions": SPAM})
+        assert resp.status_code == 200 and resp.json()["answers"]["spam"]["noul"] < 0.1
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=30)
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert [entry["path"] for entry in lines] == ["/healthz", "/v1/systemone"]
+    assert KEY not in out and KEY not in err and "models ['m']" in err
+
+
+@pytest.mark.live
+def test_serve_without_a_backend_starts_the_embedded_model():
+    proc, url = start_serve()
+    try:
+        models = httpx.get(url + "/v1/models", headers={"authorization": f"Bearer {KEY}"}).json()["data"]
+        resp = httpx.post(url + "/v1/systemone", headers={"authorization": f"Bearer {KEY}"}, timeout=60,
+                          json={"model": models[0]["id"], "state": "Buy cheap pills now!!!", "questions": SPAM})
+        assert resp.status_code == 200 and 0 <= resp.json()["answers"]["spam"]["noul"] <= 1
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "embedded model smollm2-135m" in err
