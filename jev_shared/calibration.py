@@ -17,209 +17,33 @@ scaling for yes/no). That can change answers, so judge it on held-out records.
     resp = cal.apply(client.system_one(state, questions))
     cal.save("calibration.json"); cal = Calibrator.load("calibration.json")
 
-The temperature fit is a 1-D golden-section search on ``1/T`` (the NLL is convex there); the
-offsets fit is a few Newton steps on a convex problem of at most 11 unknowns. No scipy.
+The records and the fits are in :mod:`calibration_fit`; this module measures (ECE, Brier,
+selective accuracy) and holds the :class:`Calibrator`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse, confidence
+from .calibration_fit import (
+    Record,
+    _argmax,
+    _probabilities,
+    fit_temperature,
+    fit_temperature_bias,
+    nll,
+    records_from,
+    temper,
+)
 
-#: A label the readout left at 0 (outside the top-logprobs window) is read as this small
-#: probability, so its NLL stays finite and a temperature above 1 can give it some mass back.
-FLOOR = 1e-9
 THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
-T_MIN, T_MAX = 0.05, 20.0
 GLOBAL = "*"
 FORMAT = "jev-calibration/1"
-
-
-@dataclass(frozen=True)
-class Record:
-    """One labelled answer: its probabilities over the question's keys, the true key, the question id."""
-
-    probabilities: dict[str, float]
-    label: str
-    question_id: str = ""
-
-    @classmethod
-    def from_answer(cls, answer: Answer, label: str | int | bool, question_id: str = "") -> Record:
-        """Noul labels may be bools or "true"/"false"/"yes"/"no"; score labels the level index."""
-        probs = _probabilities(answer)
-        key = _label_key(label, answer)
-        if key not in probs:
-            raise ValueError(f"label {label!r} is not one of the answer's keys {list(probs)}")
-        return cls(probs, key, question_id)
-
-
-def _probabilities(answer: Answer) -> dict[str, float]:
-    if isinstance(answer, NoulAnswer):
-        return {"true": answer.noul, "false": 1.0 - answer.noul}
-    return dict(answer.probabilities)
-
-
-def _label_key(label: str | int | bool, answer: Answer) -> str:
-    if isinstance(answer, NoulAnswer):
-        if isinstance(label, str):
-            low = label.strip().lower()
-            return "true" if low in ("true", "yes") else "false" if low in ("false", "no") else low
-        return "true" if label else "false"
-    return str(label)
-
-
-def records_from(response: SystemOneResponse, labels: Mapping[str, str | int | bool]) -> list[Record]:
-    """Records for the questions of ``response`` that ``labels`` (question id → true answer) names."""
-    return [Record.from_answer(response.answers[qid], lab, qid) for qid, lab in labels.items()]
-
-
-# --- the maths -----------------------------------------------------------------------------------
-
-
-def temper(probs: Sequence[float], temperature: float, offsets: Sequence[float] | None = None) -> list[float]:
-    """``p_i^(1/T)`` renormalised (times ``exp(offset_i)`` when given), in log space, floored at :data:`FLOOR`."""
-    logs = [math.log(max(p, FLOOR)) / temperature for p in probs]
-    if offsets is not None:
-        logs = [x + b for x, b in zip(logs, offsets)]
-    top = max(logs)
-    weights = [math.exp(x - top) for x in logs]
-    total = sum(weights)
-    return [w / total for w in weights]
-
-
-def _argmax(probs: Sequence[float]) -> int:
-    return max(range(len(probs)), key=lambda i: (probs[i], -i))  # ties go to the first key, as answers do
-
-
-def _log_rows(records: Sequence[Record]) -> list[tuple[list[float], int]]:
-    """Each record's floored log-probabilities and the index of its true label."""
-    return [([math.log(max(p, FLOOR)) for p in r.probabilities.values()], list(r.probabilities).index(r.label))
-            for r in records]
-
-
-def _nll(rows: Sequence[tuple[list[float], int]], beta: float, offsets: Sequence[float] | None = None) -> float:
-    total = 0.0
-    for logs, y in rows:
-        scaled = [beta * x for x in logs] if offsets is None else [beta * x + b for x, b in zip(logs, offsets)]
-        top = max(scaled)
-        total += top + math.log(sum(math.exp(x - top) for x in scaled)) - scaled[y]
-    return total / max(len(rows), 1)
-
-
-def nll(records: Sequence[Record], temperature: float = 1.0) -> float:
-    """Mean negative log-likelihood of the true labels under temperature ``temperature``."""
-    return _nll(_log_rows(records), 1.0 / temperature)
-
-
-def fit_temperature(records: Sequence[Record], lo: float = T_MIN, hi: float = T_MAX, iters: int = 60) -> float:
-    """The T in [lo, hi] that minimises the NLL: golden-section search on ``1/T`` (convex there)."""
-    if not records:
-        return 1.0
-    rows = _log_rows(records)
-    a, b = 1.0 / hi, 1.0 / lo
-    g = (math.sqrt(5) - 1) / 2
-    c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = _nll(rows, c), _nll(rows, d)
-    for _ in range(iters):
-        if fc <= fd:
-            b, d, fd = d, c, fc
-            c = b - g * (b - a)
-            fc = _nll(rows, c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + g * (b - a)
-            fd = _nll(rows, d)
-    return 1.0 / ((a + b) / 2)
-
-
-def fit_temperature_bias(records: Sequence[Record], l2: float = 1.0, iters: int = 50) -> tuple[float, dict[str, float]]:
-    """T and one offset per option (the first fixed at 0) minimising the NLL, by Newton's method.
-
-    Why: a small model often leans to one option whatever the input (the first listed, or "no"),
-    which a temperature cannot undo since it never moves the argmax. An offset per option is a
-    learnt prior correction (Platt scaling, for yes/no), and may change the answer. ``l2`` (a
-    ridge on the offsets) keeps them finite when an option never occurs in the records. All
-    records must share one question's keys.
-    """
-    if not records:
-        return 1.0, {}
-    keys = list(records[0].probabilities)
-    if any(list(r.probabilities) != keys for r in records):
-        raise ValueError("offsets need records of one question (the same keys in the same order)")
-    rows = _log_rows(records)
-    k = len(keys)
-    theta = [1.0] + [0.0] * (k - 1)  # 1/T, then offsets of keys[1:]
-
-    def objective(th: list[float]) -> float:
-        return _nll(rows, th[0], [0.0, *th[1:]]) * len(rows) + 0.5 * l2 * sum(b * b for b in th[1:])
-
-    f = objective(theta)
-    for _ in range(iters):
-        grad = [0.0] * k
-        hess = [[0.0] * k for _ in range(k)]
-        for logs, y in rows:
-            p = _softmax([theta[0] * x + b for x, b in zip(logs, [0.0, *theta[1:]])])
-            phis = [[logs[j]] + [1.0 if i == j else 0.0 for i in range(1, k)] for j in range(k)]
-            mean = [sum(p[j] * phis[j][d] for j in range(k)) for d in range(k)]
-            for j in range(k):
-                for d in range(k):
-                    grad[d] += (p[j] - (1.0 if j == y else 0.0)) * phis[j][d]
-                    for e in range(k):
-                        hess[d][e] += p[j] * phis[j][d] * phis[j][e]
-            for d in range(k):
-                for e in range(k):
-                    hess[d][e] -= mean[d] * mean[e]
-        for d in range(1, k):
-            grad[d] += l2 * theta[d]
-            hess[d][d] += l2
-        hess[0][0] += 1e-9
-        step = _solve(hess, grad)
-        t = 1.0
-        while True:
-            cand = [th - t * s for th, s in zip(theta, step)]
-            cand[0] = min(max(cand[0], 1.0 / T_MAX), 1.0 / T_MIN)
-            fc = objective(cand)
-            if fc <= f or t < 1e-6:
-                break
-            t /= 2
-        done = f - fc < 1e-10
-        if fc <= f:
-            theta, f = cand, fc
-        if done:
-            break
-    return 1.0 / theta[0], dict(zip(keys, [0.0, *theta[1:]]))
-
-
-def _softmax(xs: Sequence[float]) -> list[float]:
-    top = max(xs)
-    w = [math.exp(x - top) for x in xs]
-    total = sum(w)
-    return [v / total for v in w]
-
-
-def _solve(a: list[list[float]], b: list[float]) -> list[float]:
-    """Gaussian elimination with partial pivoting (the systems here are at most 10 × 10)."""
-    n = len(b)
-    m = [row[:] + [b[i]] for i, row in enumerate(a)]
-    for c in range(n):
-        piv = max(range(c, n), key=lambda r: abs(m[r][c]))
-        m[c], m[piv] = m[piv], m[c]
-        if abs(m[c][c]) < 1e-300:
-            continue
-        for r in range(c + 1, n):
-            f = m[r][c] / m[c][c]
-            for j in range(c, n + 1):
-                m[r][j] -= f * m[c][j]
-    x = [0.0] * n
-    for c in range(n - 1, -1, -1):
-        x[c] = (m[c][n] - sum(m[c][j] * x[j] for j in range(c + 1, n))) / m[c][c] if abs(m[c][c]) > 1e-300 else 0.0
-    return x
 
 
 @dataclass
@@ -483,3 +307,7 @@ def _report_from(d: Mapping[str, Any]) -> Report:
 
 __all__ = ["Calibrator", "Record", "Report", "Comparison", "Metrics", "Selective", "records_from", "metrics",
            "fit_temperature", "fit_temperature_bias", "temper", "top_probability", "recommend_threshold"]
+
+
+__all__ = ["Calibrator", "Record", "Metrics", "Selective", "Comparison", "Report", "metrics", "recommend_threshold",
+           "records_from", "temper", "fit_temperature", "fit_temperature_bias", "nll", "top_probability"]

@@ -29,11 +29,10 @@ def drive(flow: Flow[T], send: Callable[[Call], Reply]) -> T:
         call = next(flow)
         while True:
             try:
-                reply = send(call)
+                outcome: Reply | ProviderError = send(call)
             except ProviderError as exc:
-                call = flow.throw(exc)
-            else:
-                call = flow.send(reply)
+                outcome = exc
+            call = _resume(flow, outcome)
     except StopIteration as stop:
         return stop.value
 
@@ -43,15 +42,19 @@ async def adrive(flow: Flow[T], asend: Callable[[Call], Awaitable[Reply]], sem: 
     try:
         call = next(flow)
         while True:
-            try:
-                async with sem:
-                    reply = await asend(call)
-            except ProviderError as exc:
-                call = flow.throw(exc)
-            else:
-                call = flow.send(reply)
+            async with sem:
+                try:
+                    outcome: Reply | ProviderError = await asend(call)
+                except ProviderError as exc:
+                    outcome = exc
+            call = _resume(flow, outcome)
     except StopIteration as stop:
         return stop.value
+
+
+def _resume(flow: Flow[Any], outcome: Reply | ProviderError) -> Call:
+    """The flow's next call, given its last one's reply, or the error thrown in where it was asked."""
+    return flow.throw(outcome) if isinstance(outcome, ProviderError) else flow.send(outcome)
 
 
 def waves(n: int, scout: bool) -> list[range]:

@@ -172,7 +172,7 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
     fields, extra = request_fields(method, prep, opts.method_config, symbols)
     _, ro = yield from ask_until_read(ask, surface, messages, fields, extra, read, repairable, repair)
     rec.readout = ro.debug()
-    rec.note("readout", ro.debug())
+    rec.note("readout", rec.readout)
     if not opts.debias:
         return ro.probs
     prior = yield from content_free_prior(ask, method, style, surface)

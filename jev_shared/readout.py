@@ -109,10 +109,18 @@ def read_labels(
             provider_cannot=True,
         )
 
+    best, returned = _fold_window([{"token": sampled, "logprob": sampled_lp}, *window], fold)
+    if not best:
+        return Readout([1.0 / len(labels)] * len(labels), list(labels), True, False, sampled, {}, method)
+    return _softmax(labels, best, returned, missing, sampled, method)
+
+
+def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], list[float]]:
+    """(the best logprob of each label, every logprob returned); an ambiguous first token raises."""
     best: dict[str, float] = {}
     ambiguous = -math.inf
     returned: list[float] = []
-    for cand in [{"token": sampled, "logprob": sampled_lp}, *window]:
+    for cand in candidates:
         lp = _get(cand, "logprob")
         if lp is None:  # a null alternative is simply not reported
             continue
@@ -129,17 +137,19 @@ def read_labels(
         raise AmbiguousNamesError(
             "the most likely first token starts more than one option name, so it tells them apart no better than noise"
         )
+    return best, returned
 
-    if not best:
-        return Readout([1.0 / len(labels)] * len(labels), list(labels), True, False, sampled, {}, method)
 
+def _softmax(labels: Sequence[str], best: dict[str, float], returned: list[float], missing: Missing,
+             sampled: str, method: str) -> Readout:
+    """Softmax over the labels only; a label outside the window is 0, or floored at the lowest logprob."""
     missing_labels = [lab for lab in labels if lab not in best]
     truncated = False
     lps = dict(best)
     if missing_labels and missing == "floor":
-        floor = min(lp for lp in returned if math.isfinite(lp)) if any(map(math.isfinite, returned)) else -math.inf
+        finite = [lp for lp in returned if math.isfinite(lp)]
         for lab in missing_labels:
-            lps[lab] = floor
+            lps[lab] = min(finite) if finite else -math.inf
         truncated = True
     top = max(lps.values())
     if top == -math.inf:

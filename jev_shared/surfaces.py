@@ -3,7 +3,7 @@
 The method stage speaks Chat Completions' field names (``logprobs``, ``top_logprobs``,
 ``max_tokens``, ``response_format``, ``reasoning_effort``); each surface translates them into its
 own and reads its reply into :class:`Parsed`. Each surface reports refusals, filters and truncation
-in its own words; :func:`check_reply` maps them to typed errors, so no cut-off or refused reply is
+in its own words; :func:`check_refusal` and :func:`check_complete` map them to typed errors, so no cut-off or refused reply is
 ever parsed as an answer.
 """
 
