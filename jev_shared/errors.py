@@ -19,6 +19,8 @@ class InvalidQuestionError(JevError, ValueError):
     def __init__(self, message: str, *, question_id: str | None = None, field: str | None = None):
         self.question_id = question_id
         self.field = field
+        #: The message without the ``id.field:`` prefix (for a service that reports the field apart).
+        self.reason = message
         where = ".".join(p for p in (question_id, field) if p)
         super().__init__(f"{where}: {message}" if where else message)
 

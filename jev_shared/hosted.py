@@ -175,12 +175,11 @@ def map_error(exc: ProviderError, preps: list[Prepared]) -> Exception:
             qid, field = parts[1], ".".join(parts[2:]) or None
         return InvalidQuestionError(f"{message}{suffix}", question_id=qid, field=field)
     if code == 401:
-        err = ProviderError(f"the service refused the API key (401): set TYPESAFE_API_KEY or the client's api_key"
-                            f"{suffix}", status_code=401)
-        return err
+        return ProviderError(f"the service refused the API key (401): set TYPESAFE_API_KEY or the client's api_key"
+                             f"{suffix}", status_code=401, request_id=rid, body=body)
     if code == 529:
         return ProviderError(f"the service is overloaded (529) and stayed so through the retries{suffix}",
-                             status_code=529)
+                             status_code=529, request_id=rid, body=body, n_retries=exc.n_retries)
     return exc
 
 

@@ -167,6 +167,10 @@ def _sdk_timeout(client: Any, budget: Budget) -> dict[str, float]:
     left = budget.left()
     if left is None or type(client).__module__.split(".")[0] not in ("openai", "anthropic"):
         return {}
+    own = getattr(client, "timeout", None)  # the client's own per-request timeout: a float or an httpx.Timeout
+    own_s = own if isinstance(own, (int, float)) else getattr(own, "read", None)
+    if isinstance(own_s, (int, float)) and own_s <= left:
+        return {}  # the tighter limit is the client's own: keep it
     return {"timeout": max(left, 0.001)}
 
 

@@ -45,11 +45,8 @@ class ApiError(Exception):
 
 
 def invalid_question(exc: InvalidQuestionError) -> ApiError:
-    """The engine's own validation error; the message without the ``id.field:`` prefix it adds."""
-    where = ".".join(p for p in (exc.question_id, exc.field) if p)
-    message = str(exc)
-    if where and message.startswith(where + ": "):
-        message = message[len(where) + 2:]
+    """The engine's own validation error: its reason, with the field as a path from the body's root."""
+    message = exc.reason
     if exc.question_id is not None:
         path = ".".join(p for p in ("questions", exc.question_id, exc.field) if p)
     else:
