@@ -141,7 +141,7 @@ class JevRouter(Decider, RunnableSerializable[Any, Any]):
         silent = resp.no_signal(QUESTION_ID)  # a uniform stand-in: the "first" route would be a guess
         if answer.confidence >= self.min_confidence and not silent:
             if self.ask_human_below is not None and answer.confidence < self.ask_human_below:
-                return self._reviewed(decision)
+                return _reviewed(decision, list(self.routes))
             return decision
         if self.default is None:
             why = ("no route label was in the model's token window (no signal)" if silent else
@@ -152,16 +152,6 @@ class JevRouter(Decider, RunnableSerializable[Any, Any]):
                 decision=decision,
             )
         return decision.model_copy(update={"route": self.default, "defaulted": True})
-
-    def _reviewed(self, decision: RouteDecision) -> RouteDecision:
-        """An unsure route goes to a person: LangGraph's interrupt, resumed with a route name."""
-        answer = ask_human({"type": "route_review", "suggested": decision.choice, "routes": list(self.routes),
-                            "probabilities": decision.probabilities, "confidence": decision.confidence,
-                            "description": f"JevRouter is unsure ({decision.confidence:.2f}): pick a route"})
-        route = answer.get("route") if isinstance(answer, dict) else answer
-        if route not in self.routes:
-            raise ValueError(f"JevRouter: the reviewer's answer {answer!r} is not one of the routes {list(self.routes)}")
-        return decision.model_copy(update={"route": route, "reviewed": True})
 
     # -- running the branch ---------------------------------------------------------------------
 
@@ -250,6 +240,17 @@ class JevRouter(Decider, RunnableSerializable[Any, Any]):
         return get_unique_config_specs(
             spec for r in self.routes.values() if r.runnable is not None for spec in r.runnable.config_specs
         )
+
+
+def _reviewed(decision: RouteDecision, routes: list[str]) -> RouteDecision:
+    """An unsure route goes to a person: LangGraph's interrupt, resumed with a route name (or ``{"route": ...}``)."""
+    answer = ask_human({"type": "route_review", "suggested": decision.choice, "routes": routes,
+                        "probabilities": decision.probabilities, "confidence": decision.confidence,
+                        "description": f"JevRouter is unsure ({decision.confidence:.2f}): pick a route"})
+    route = answer.get("route") if isinstance(answer, dict) else answer
+    if route not in routes:
+        raise ValueError(f"JevRouter: the reviewer's answer {answer!r} is not one of the routes {routes}")
+    return decision.model_copy(update={"route": route, "reviewed": True})
 
 
 __all__ = ["JevRouter", "RouteDecision", "Route", "parse_routes", "DEFAULT_INSTRUCTIONS"]
