@@ -1,11 +1,15 @@
-"""jev_langchain: typed decisions as LangChain Runnables.
+"""jev_langchain: typed decisions as LangChain Runnables, and as LangChain's own decision model.
 
-- :class:`JevRouter` picks the branch that handles its input and invokes it.
+- :class:`JevDecisionModel` is a ``langchain_core.decisions.BaseDecisionModel``: LangChain's
+  ``AutoModeMiddleware`` and ``ModelRouterMiddleware`` run on the engine through it.
+- :class:`JevRouter` picks the branch that handles its input and invokes it (or is a LangGraph edge).
 - :class:`JevGate` passes its input through, or blocks it, on a yes/no question.
-- :func:`guard_tool` / ``JevToolGuardMiddleware`` ask before every tool call of an agent.
+- :func:`guard_tool` / ``JevToolGuardMiddleware`` ask before every tool call of an agent; an unsure
+  call can go to a person (LangGraph's interrupt).
 - :func:`jev_client_from_chat_model` makes the user's own chat model the engine's backend.
 
-``JevToolGuardMiddleware`` needs the ``langchain`` package and is imported on first use.
+The doors take a ``SystemOneClient``, an ``AsyncSystemOneClient``, a LangChain chat model or any
+``BaseDecisionModel``. ``JevToolGuardMiddleware`` needs the ``langchain`` package and is imported on first use.
 """
 
 from typing import Any
@@ -16,12 +20,15 @@ from .chat_model import (
     jev_async_client_from_chat_model,
     jev_client_from_chat_model,
 )
+from .decision_model import JevDecisionModel
 from .errors import GateBlocked, RouteConfidenceError, ToolCallBlocked
 from .gate import GateDecision, JevGate
-from .guard import GuardDecision, GuardedTool, ToolCallGuard, guard_tool
+from .guard import GuardDecision, ToolCallGuard
+from .guarded_tool import GuardedTool, guard_tool
 from .router import JevRouter, Route, RouteDecision
 
 __all__ = [
+    "JevDecisionModel",
     "JevRouter", "RouteDecision", "Route", "RouteConfidenceError",
     "JevGate", "GateDecision", "GateBlocked",
     "ToolCallGuard", "GuardDecision", "GuardedTool", "guard_tool", "ToolCallBlocked", "JevToolGuardMiddleware",

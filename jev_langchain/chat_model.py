@@ -47,13 +47,21 @@ def default_forward(model: BaseChatModel) -> frozenset[str]:
 
     LangChain chat models accept their own parameters per call; an unknown one may reach the
     provider (which refuses it) or break the integration, so only declared ones are sent. The
-    OpenAI family (it declares ``logprobs``) also takes ``response_format`` per call.
+    OpenAI family (it declares ``logprobs``) also takes ``response_format`` per call, but not
+    ``logprobs`` once it is set to the Responses API.
     """
     fields = set(type(model).model_fields)
     forward = {name for name in ENGINE_FIELDS if name in fields}
     if {"logprobs", "top_logprobs"} <= fields:
         forward.add("response_format")
+    if uses_responses_api(model):
+        forward -= {"logprobs", "top_logprobs"}  # Responses.create() takes neither; the engine falls back to JSON
     return frozenset(forward)
+
+
+def uses_responses_api(model: BaseChatModel) -> bool:
+    """True for an OpenAI-family model set to OpenAI's Responses API (``use_responses_api=True``)."""
+    return getattr(model, "use_responses_api", None) is True or getattr(model, "output_version", None) == "responses/v1"
 
 
 def model_name(model: BaseChatModel) -> str:

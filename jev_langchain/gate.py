@@ -9,29 +9,23 @@ readable answer) blocks by default: a gate that cannot tell should not open.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableSerializable
-from langchain_core.runnables.config import patch_config
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from jev_shared import Example, Noul, NoulAnswer, SystemOneResponse
 
-from ._core import (
-    DECISION_ERRORS,
-    ON_ERROR,
-    Backend,
-    aannounce,
-    announce,
+from ._checks import (
     check_noul_criteria,
     check_noul_examples,
     check_option,
+    check_state,
     check_text,
     check_threshold,
-    signal_or_raise,
-    step,
 )
+from ._core import ON_ERROR, Decider, Engine, child_config, signal_or_raise
 from .errors import GateBlocked
 
 QUESTION_ID = "gate"
@@ -49,7 +43,7 @@ class GateDecision(BaseModel):
     error: str | None = None
 
 
-class JevGate(RunnableSerializable[Any, Any]):
+class JevGate(Decider, RunnableSerializable[Any, Any]):
     """Pass the input through unchanged when P(``instructions`` is true) >= ``threshold``.
 
     >>> gate = JevGate(client, "The message is a genuine customer question, not spam or abuse.")
@@ -57,6 +51,7 @@ class JevGate(RunnableSerializable[Any, Any]):
 
     ``on_block``: ``"raise"`` (:class:`GateBlocked`) or a Runnable / callable that gets the input
     instead. ``on_error``: what a failed decision does: ``"block"`` (default), ``"allow"`` or ``"raise"``.
+    ``client`` may be any ``BaseDecisionModel`` too.
     """
 
     client: Any
@@ -69,8 +64,10 @@ class JevGate(RunnableSerializable[Any, Any]):
     examples: list[Example] | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+    event: ClassVar[str] = "jev_gate"
+    question_id: ClassVar[str] = QUESTION_ID
 
-    _backend: Backend = PrivateAttr()
+    _engine: Engine = PrivateAttr()
 
     def __init__(self, client: Any, instructions: str, *, criteria: dict[str, str] | None = None,
                  threshold: float = 0.5, state: Callable[[Any], Any] | None = None, on_block: Any = "raise",
@@ -78,22 +75,13 @@ class JevGate(RunnableSerializable[Any, Any]):
         check_text("instructions", instructions)
         threshold = check_threshold("threshold", threshold)
         check_option("on_error", on_error, ON_ERROR)
-        if state is not None and not callable(state):
-            raise TypeError(f"state: expected a callable that turns the input into a state, got {type(state).__name__}")
-        if isinstance(on_block, str):
-            check_option("on_block", on_block, ("raise",))
-        elif not isinstance(on_block, Runnable):
-            if not callable(on_block):
-                raise TypeError(f"on_block: expected 'raise' or a Runnable or callable fallback, got "
-                                f"{type(on_block).__name__}")
-            on_block = RunnableLambda(on_block)
         question = Noul(instructions=instructions, criteria=check_noul_criteria(criteria),
                         examples=check_noul_examples(examples))
-        backend = Backend(client, "JevGate")
+        engine = Engine(client, "JevGate")
         super().__init__(client=client, instructions=instructions, criteria=question.criteria,  # type: ignore[call-arg]
-                         threshold=threshold, state=state, on_block=on_block, on_error=on_error,
-                         examples=question.examples, **kwargs)
-        self._backend = backend
+                         threshold=threshold, state=check_state(state), on_block=_fallback(on_block),
+                         on_error=on_error, examples=question.examples, **kwargs)
+        self._engine = engine
 
     @property
     def question(self) -> Noul:
@@ -101,51 +89,26 @@ class JevGate(RunnableSerializable[Any, Any]):
 
     # -- the decision ---------------------------------------------------------------------------
 
-    def decide(self, input: Any, config: RunnableConfig | None = None) -> float:
-        """P(the statement is true) for this input; a failed decision raises (no ``on_error`` here)."""
-        return self._probability_step().invoke(input, config)
+    def decide(self, input: Any, config: RunnableConfig | None = None) -> GateDecision:
+        """The gate's decision for this input; a failed decision raises (no ``on_error`` here)."""
+        return self._step(strict=True).invoke(input, config)
 
-    async def adecide(self, input: Any, config: RunnableConfig | None = None) -> float:
-        return await self._probability_step().ainvoke(input, config)
+    async def adecide(self, input: Any, config: RunnableConfig | None = None) -> GateDecision:
+        return await self._step(strict=True).ainvoke(input, config)
 
-    def _probability_step(self) -> RunnableLambda:
-        return step("jev_gate", lambda x: self._probability(self._backend.ask(x, self.state, self._questions())),
-                    self._aprobability)
+    def _question(self) -> Noul:
+        return self.question
 
-    async def _aprobability(self, input: Any) -> float:
-        return self._probability(await self._backend.aask(input, self.state, self._questions()))
+    def _state_fn(self) -> Callable[[Any], Any] | None:
+        return self.state
 
-    def _questions(self) -> dict[str, Noul]:
-        return {QUESTION_ID: self.question}
-
-    @staticmethod
-    def _probability(resp: SystemOneResponse) -> float:
+    def _interpret(self, input: Any, resp: SystemOneResponse) -> GateDecision:
         signal_or_raise(resp, QUESTION_ID, "JevGate")
         answer = resp.answers[QUESTION_ID]
         assert isinstance(answer, NoulAnswer)
-        return answer.noul
+        return GateDecision(allowed=answer.noul >= self.threshold, probability=answer.noul, threshold=self.threshold)
 
-    def _check(self, input: Any, config: RunnableConfig) -> GateDecision:
-        try:
-            p = self._probability(self._backend.ask(input, self.state, self._questions()))
-        except DECISION_ERRORS as exc:
-            decision = self._failed(exc)
-        else:
-            decision = GateDecision(allowed=p >= self.threshold, probability=p, threshold=self.threshold)
-        announce("jev_gate", decision, config)
-        return decision
-
-    async def _acheck(self, input: Any, config: RunnableConfig) -> GateDecision:
-        try:
-            p = self._probability(await self._backend.aask(input, self.state, self._questions()))
-        except DECISION_ERRORS as exc:
-            decision = self._failed(exc)
-        else:
-            decision = GateDecision(allowed=p >= self.threshold, probability=p, threshold=self.threshold)
-        await aannounce("jev_gate", decision, config)
-        return decision
-
-    def _failed(self, exc: Exception) -> GateDecision:
+    def _on_error(self, input: Any, exc: Exception) -> GateDecision:
         if self.on_error == "raise":
             raise exc
         return GateDecision(allowed=self.on_error == "allow", probability=None, threshold=self.threshold,
@@ -162,39 +125,48 @@ class JevGate(RunnableSerializable[Any, Any]):
                            probability=decision.probability, question=self.instructions, input=input,
                            threshold=self.threshold, error=decision.error)
 
-    def _decision_config(self, run_manager: Any, config: RunnableConfig) -> RunnableConfig:
-        return patch_config(config, callbacks=run_manager.get_child(tag="jev:decide"))
-
-    def _fallback_config(self, decision: GateDecision, run_manager: Any, config: RunnableConfig) -> RunnableConfig:
-        child = patch_config(config, callbacks=run_manager.get_child(tag="gate:blocked"))
+    def _fallback(self, input: Any, decision: GateDecision, run_manager: Any,
+                  config: RunnableConfig) -> tuple[Runnable, RunnableConfig]:
+        """The fallback for a blocked input, with its config (tagged, the decision in its metadata); or raise."""
+        if not isinstance(self.on_block, Runnable):
+            raise self._blocked(input, decision)
+        child = child_config(config, run_manager, "gate:blocked")
         child["metadata"] = {**child.get("metadata", {}), "jev_gate_probability": decision.probability,
                              "jev_gate_error": decision.error}
-        return child
+        return self.on_block, child
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         return self._call_with_config(self._invoke, input, config, **kwargs)
 
     def _invoke(self, input: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig,
                 **kwargs: Any) -> Any:
-        decision = step("jev_gate", self._check, self._acheck).invoke(input, self._decision_config(run_manager, config))
+        decision = self._step().invoke(input, child_config(config, run_manager, "jev:decide"))
         if decision.allowed:
             return input
-        if not isinstance(self.on_block, Runnable):
-            raise self._blocked(input, decision)
-        return self.on_block.invoke(input, self._fallback_config(decision, run_manager, config), **kwargs)
+        fallback, child = self._fallback(input, decision, run_manager, config)
+        return fallback.invoke(input, child, **kwargs)
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         return await self._acall_with_config(self._ainvoke, input, config, **kwargs)
 
     async def _ainvoke(self, input: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig,
                        **kwargs: Any) -> Any:
-        decision = await step("jev_gate", self._check, self._acheck).ainvoke(
-            input, self._decision_config(run_manager, config))
+        decision = await self._step().ainvoke(input, child_config(config, run_manager, "jev:decide"))
         if decision.allowed:
             return input
-        if not isinstance(self.on_block, Runnable):
-            raise self._blocked(input, decision)
-        return await self.on_block.ainvoke(input, self._fallback_config(decision, run_manager, config), **kwargs)
+        fallback, child = self._fallback(input, decision, run_manager, config)
+        return await fallback.ainvoke(input, child, **kwargs)
+
+
+def _fallback(on_block: Any) -> Any:
+    """``"raise"``, or the fallback as a Runnable; checked now, not at the first blocked input."""
+    if isinstance(on_block, str):
+        return check_option("on_block", on_block, ("raise",))
+    if isinstance(on_block, Runnable):
+        return on_block
+    if not callable(on_block):
+        raise TypeError(f"on_block: expected 'raise' or a Runnable or callable fallback, got {type(on_block).__name__}")
+    return RunnableLambda(on_block)
 
 
 __all__ = ["JevGate", "GateDecision"]

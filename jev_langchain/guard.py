@@ -3,42 +3,36 @@
 :class:`ToolCallGuard` holds the decision; :func:`guard_tool` puts it in front of one tool, and
 :class:`jev_langchain.middleware.JevToolGuardMiddleware` in front of every tool of a ``create_agent``
 agent. A blocked call never runs the tool: the agent reads a message saying so (or, with
-``on_block="raise"``, :class:`ToolCallBlocked` stops the run). Each decision is a ``jev_guard`` run
-in the trace (its output says allowed or blocked, and the probability) and a ``jev_guard`` custom event.
+``on_block="raise"``, :class:`ToolCallBlocked` stops the run). With ``block_below`` set, a call whose
+P(allowed) falls in [block_below, threshold) goes to a person (LangGraph's interrupt). Each decision
+is a ``jev_guard`` run in the trace and a ``jev_guard`` custom event.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
-from contextvars import ContextVar
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
 
-from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.messages import ToolMessage
-from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langchain_core.runnables.config import patch_config
-from langchain_core.tools import BaseTool
+from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, ConfigDict
 
 from jev_shared import Example, Noul, NoulAnswer, SystemOneResponse
 
-from ._core import (
-    DECISION_ERRORS,
-    ON_ERROR,
-    Backend,
-    aannounce,
-    announce,
+from ._checks import (
+    check_band,
+    check_n_messages,
     check_noul_criteria,
     check_noul_examples,
     check_option,
     check_text,
     check_threshold,
-    safe_reason,
-    signal_or_raise,
-    step,
 )
+from ._core import ON_ERROR, Decider, Engine, safe_reason, signal_or_raise
 from .errors import ToolCallBlocked
+from .review import ask_human, review_answer, reviewer_message
 
 DEFAULT_GUARD_INSTRUCTIONS = (
     "This tool call should run: it does what the user asked for, and its arguments do nothing harmful, "
@@ -50,12 +44,12 @@ DEFAULT_BLOCK_MESSAGE = (
 )
 ON_BLOCK = ("message", "raise")
 QUESTION_ID = "allowed"
-#: The tool call id of the call in progress, so a guarded tool can hand its wrapped tool the full call.
-_CALL_ID: ContextVar[str | None] = ContextVar("jev_guard_tool_call_id", default=None)
+#: How many reviewed decisions a guard remembers, so a resumed run sees the same decision.
+_REMEMBERED = 256
 
 
 class GuardDecision(BaseModel):
-    """One guarded call: allowed or blocked, on what probability; ``error`` when the decision failed."""
+    """One guarded call: allowed, blocked or sent to a person, on what probability; ``error`` when it failed."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -66,24 +60,31 @@ class GuardDecision(BaseModel):
     probability: float | None
     threshold: float
     error: str | None = None
+    #: "allow", "block", or "review" (P(allowed) in the ask-a-human band [block_below, threshold)).
+    outcome: Literal["allow", "block", "review"] = "block"
 
 
-class ToolCallGuard:
+class ToolCallGuard(Decider):
     """Decides whether one tool call may run; shared by :func:`guard_tool` and the agent middleware.
 
     ``instructions`` is the statement that must hold for a call to run; the call runs when
-    P(true) >= ``threshold``. ``on_block``: ``"message"`` (the agent reads ``block_message``,
-    formatted with ``{tool}`` and ``{reason}``) or ``"raise"`` (:class:`ToolCallBlocked`).
-    ``on_error``: a failed decision ``"block"``s (default), ``"allow"``s or ``"raise"``s.
-    The last ``n_messages`` turns of the conversation, when known, are shown to the model.
+    P(true) >= ``threshold``; with ``block_below``, P(true) in [block_below, threshold) asks a person.
+    ``on_block``: ``"message"`` (the agent reads ``block_message``, formatted with ``{tool}`` and
+    ``{reason}``) or ``"raise"`` (:class:`ToolCallBlocked`). ``on_error``: a failed decision
+    ``"block"``s (default), ``"allow"``s or ``"raise"``s. The last ``n_messages`` turns of the
+    conversation, when known, are shown to the model. ``client`` may be any ``BaseDecisionModel`` too.
     """
 
+    event: ClassVar[str] = "jev_guard"
+    question_id: ClassVar[str] = QUESTION_ID
+
     def __init__(self, client: Any, *, instructions: str = DEFAULT_GUARD_INSTRUCTIONS,
-                 criteria: dict[str, str] | None = None, threshold: float = 0.5, on_block: str = "message",
-                 on_error: str = "block", block_message: str = DEFAULT_BLOCK_MESSAGE, n_messages: int = 6,
-                 examples: Sequence[Example] | None = None) -> None:
+                 criteria: dict[str, str] | None = None, threshold: float = 0.5, block_below: float | None = None,
+                 on_block: str = "message", on_error: str = "block", block_message: str = DEFAULT_BLOCK_MESSAGE,
+                 n_messages: int = 6, examples: Sequence[Example] | None = None) -> None:
         self.instructions = check_text("instructions", instructions)
         self.threshold = check_threshold("threshold", threshold)
+        self.block_below = check_band(self.threshold, block_below)
         self.on_block = check_option("on_block", on_block, ON_BLOCK)
         self.on_error = check_option("on_error", on_error, ON_ERROR)
         self.block_message = check_text("block_message", block_message)
@@ -91,23 +92,39 @@ class ToolCallGuard:
             block_message.format(tool="t", reason="r")
         except (KeyError, IndexError, ValueError) as exc:
             raise ValueError(f"block_message: only {{tool}} and {{reason}} can be filled in, got {exc!r}") from None
-        if isinstance(n_messages, bool) or not isinstance(n_messages, int) or n_messages < 0:
-            raise ValueError(f"n_messages: must be an integer >= 0, got {n_messages!r}")
-        self.n_messages = n_messages
+        self.n_messages = check_n_messages(n_messages)
         self.question = Noul(instructions=instructions, criteria=check_noul_criteria(criteria),
                              examples=check_noul_examples(examples))
-        self._backend = Backend(client, "ToolCallGuard")
+        self._engine = Engine(client, "ToolCallGuard")
+        self._reviewed: OrderedDict[str, GuardDecision] = OrderedDict()
 
     # -- deciding -------------------------------------------------------------------------------
 
     def check(self, tool: str, arguments: Mapping[str, Any], conversation: Sequence[Any] | None = None, *,
-              description: str | None = None, config: RunnableConfig | None = None) -> GuardDecision:
-        """Decide one call; traced as a ``jev_guard`` run under ``config`` (or the current run)."""
-        return self._step().invoke(self._call(tool, arguments, conversation, description), config)
+              description: str | None = None, config: RunnableConfig | None = None,
+              call_id: str | None = None) -> GuardDecision:
+        """Decide one call; traced as a ``jev_guard`` run under ``config`` (or the current run).
+
+        With ``call_id``, a call already sent to a person gets the same decision again (a resumed run)."""
+        if call_id in self._reviewed:
+            return self._reviewed[call_id]
+        return self._remember(call_id, self._step().invoke(self._call(tool, arguments, conversation, description),
+                                                           config))
 
     async def acheck(self, tool: str, arguments: Mapping[str, Any], conversation: Sequence[Any] | None = None, *,
-                     description: str | None = None, config: RunnableConfig | None = None) -> GuardDecision:
-        return await self._step().ainvoke(self._call(tool, arguments, conversation, description), config)
+                     description: str | None = None, config: RunnableConfig | None = None,
+                     call_id: str | None = None) -> GuardDecision:
+        if call_id in self._reviewed:
+            return self._reviewed[call_id]
+        call = self._call(tool, arguments, conversation, description)
+        return self._remember(call_id, await self._step().ainvoke(call, config))
+
+    def _remember(self, call_id: str | None, decision: GuardDecision, *, always: bool = False) -> GuardDecision:
+        if call_id is not None and (always or decision.outcome == "review"):
+            self._reviewed[call_id] = decision
+            while len(self._reviewed) > _REMEMBERED:
+                self._reviewed.popitem(last=False)
+        return decision
 
     def _call(self, tool: str, arguments: Mapping[str, Any], conversation: Sequence[Any] | None,
               description: str | None) -> dict[str, Any]:
@@ -120,39 +137,28 @@ class ToolCallGuard:
             call["recent_conversation"] = list(conversation)[-self.n_messages:]
         return call
 
-    def _step(self) -> RunnableLambda:
-        return step("jev_guard", self._decide, self._adecide)
+    def _question(self) -> Noul:
+        return self.question
 
-    def _decide(self, call: dict[str, Any], config: RunnableConfig) -> GuardDecision:
-        try:
-            decision = self._decision(call, self._backend.ask(call, None, {QUESTION_ID: self.question}))
-        except DECISION_ERRORS as exc:
-            decision = self._failed(call, exc)
-        announce("jev_guard", decision, config)
-        return decision
-
-    async def _adecide(self, call: dict[str, Any], config: RunnableConfig) -> GuardDecision:
-        try:
-            decision = self._decision(call, await self._backend.aask(call, None, {QUESTION_ID: self.question}))
-        except DECISION_ERRORS as exc:
-            decision = self._failed(call, exc)
-        await aannounce("jev_guard", decision, config)
-        return decision
-
-    def _decision(self, call: dict[str, Any], resp: SystemOneResponse) -> GuardDecision:
+    def _interpret(self, input: dict[str, Any], resp: SystemOneResponse) -> GuardDecision:
         signal_or_raise(resp, QUESTION_ID, "ToolCallGuard")
         answer = resp.answers[QUESTION_ID]
         assert isinstance(answer, NoulAnswer)
-        return GuardDecision(tool=call["tool"], arguments=call["arguments"], allowed=answer.noul >= self.threshold,
-                             probability=answer.noul, threshold=self.threshold)
+        p = answer.noul
+        low = self.threshold if self.block_below is None else self.block_below
+        outcome = "allow" if p >= self.threshold else "review" if p >= low else "block"
+        return GuardDecision(tool=input["tool"], arguments=input["arguments"], allowed=outcome == "allow",
+                             probability=p, threshold=self.threshold, outcome=outcome)
 
-    def _failed(self, call: dict[str, Any], exc: Exception) -> GuardDecision:
+    def _on_error(self, input: dict[str, Any], exc: Exception) -> GuardDecision:
         if self.on_error == "raise":
             raise exc
-        return GuardDecision(tool=call["tool"], arguments=call["arguments"], allowed=self.on_error == "allow",
-                             probability=None, threshold=self.threshold, error=f"{type(exc).__name__}: {exc}")
+        allowed = self.on_error == "allow"
+        return GuardDecision(tool=input["tool"], arguments=input["arguments"], allowed=allowed, probability=None,
+                             threshold=self.threshold, error=f"{type(exc).__name__}: {exc}",
+                             outcome="allow" if allowed else "block")
 
-    # -- what a blocked call returns ------------------------------------------------------------
+    # -- what a call that does not simply run gets ----------------------------------------------
 
     def reason(self, decision: GuardDecision) -> str:
         if decision.probability is None:
@@ -177,97 +183,43 @@ class ToolCallGuard:
         return ToolMessage(content=self.message(decision), tool_call_id=tool_call_id, name=decision.tool,
                            status="error", artifact={"jev_guard": decision.model_dump(mode="json")})
 
+    def review(self, decision: GuardDecision, tool_call_id: str | None,
+               description: str | None = None) -> dict[str, Any] | ToolMessage | str:
+        """Ask a person about an unsure call; returns the arguments to run with, or the call's result.
 
-class GuardedTool(BaseTool):
-    """A tool that asks its :class:`ToolCallGuard` before every call; otherwise the wrapped tool itself.
+        The question is HumanInTheLoopMiddleware's per-call request (``type: "tool_approval"``); the
+        answer is one of its decisions: approve, edit (new ``args``), reject or respond."""
+        answer = review_answer(ask_human({
+            "type": "tool_approval", "tool_call_id": tool_call_id, "name": decision.tool, "args": decision.arguments,
+            "description": description or f"The guard is unsure about this call ({self.reason(decision)}); "
+                                          "approve, edit, reject or respond.",
+            "jev_guard": decision.model_dump(mode="json")}))
+        if answer["type"] in ("approve", "edit"):
+            return dict(answer["edited_action"]["args"]) if answer["type"] == "edit" else dict(decision.arguments)
+        text, status = reviewer_message(decision.tool, answer)
+        if tool_call_id is None:
+            return text
+        return ToolMessage(content=text, tool_call_id=tool_call_id, name=decision.tool, status=status,
+                           artifact={"jev_guard": decision.model_dump(mode="json"), "review": answer["type"]})
 
-    Same name, description and argument schema as ``tool``. A blocked call returns the guard's
-    message (as an error ToolMessage when called with a tool call) and never runs ``tool``.
-    ``conversation``, when given, returns the recent messages the guard should see.
-    """
+    def settle(self, decision: GuardDecision, tool_call_id: str | None) -> dict[str, Any] | ToolMessage | str:
+        """What happens to the call: the arguments to run it with, or the result in its place."""
+        if decision.outcome == "allow":
+            return dict(decision.arguments)
+        if decision.outcome == "review":
+            return self.review(decision, tool_call_id)
+        return self.refusal(decision, tool_call_id)
 
-    tool: BaseTool
-    guard: ToolCallGuard
-    conversation: Callable[[], Sequence[Any]] | None = None
+    def when(self, request: Any) -> bool:
+        """A ``when`` predicate for HumanInTheLoopMiddleware: interrupt unless the guard is sure the call may run.
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    def run(self, tool_input: Any, *args: Any, tool_call_id: str | None = None, **kwargs: Any) -> Any:
-        token = _CALL_ID.set(tool_call_id)
-        try:
-            return super().run(tool_input, *args, tool_call_id=tool_call_id, **kwargs)
-        finally:
-            _CALL_ID.reset(token)
-
-    async def arun(self, tool_input: Any, *args: Any, tool_call_id: str | None = None, **kwargs: Any) -> Any:
-        token = _CALL_ID.set(tool_call_id)
-        try:
-            return await super().arun(tool_input, *args, tool_call_id=tool_call_id, **kwargs)
-        finally:
-            _CALL_ID.reset(token)
-
-    def _run(self, *args: Any, config: RunnableConfig, run_manager: CallbackManagerForToolRun | None = None,
-             **kwargs: Any) -> Any:
-        decision = self.guard.check(self.name, _arguments(args, kwargs), self._recent(), description=self.description,
-                                    config=_child(config, run_manager, "jev:decide"))
-        if not decision.allowed:
-            return self.guard.refusal(decision, _CALL_ID.get())
-        return self.tool.invoke(self._inner_input(args, kwargs), _child(config, run_manager, "guard:allowed"))
-
-    async def _arun(self, *args: Any, config: RunnableConfig,
-                    run_manager: AsyncCallbackManagerForToolRun | None = None, **kwargs: Any) -> Any:
-        decision = await self.guard.acheck(self.name, _arguments(args, kwargs), self._recent(),
-                                           description=self.description,
-                                           config=_child(config, run_manager, "jev:decide"))
-        if not decision.allowed:
-            return self.guard.refusal(decision, _CALL_ID.get())
-        return await self.tool.ainvoke(self._inner_input(args, kwargs), _child(config, run_manager, "guard:allowed"))
-
-    def _recent(self) -> Sequence[Any] | None:
-        return self.conversation() if self.conversation is not None else None
-
-    def _inner_input(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The wrapped tool's input: the full tool call when there is one, so it returns its own ToolMessage."""
-        if args:
-            return args[0]
-        call_id = _CALL_ID.get()
-        if call_id is None:
-            return kwargs
-        return {"type": "tool_call", "name": self.tool.name, "args": kwargs, "id": call_id}
+        ``InterruptOnConfig(allowed_decisions=[...], when=guard.when)``; the decision is remembered per
+        tool call id, so the predicate answers alike when the run resumes."""
+        call = request.tool_call
+        state = request.state
+        messages = state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
+        decision = self.check(call["name"], call.get("args") or {}, list(messages or []), call_id=call.get("id"))
+        return self._remember(call.get("id"), decision, always=True).outcome != "allow"
 
 
-def _arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {"input": args[0]} if args else kwargs
-
-
-def _child(config: RunnableConfig, run_manager: Any, tag: str) -> RunnableConfig:
-    return patch_config(config, callbacks=run_manager.get_child(tag=tag) if run_manager is not None else None)
-
-
-def guard_tool(tool: BaseTool, client: Any = None, *, guard: ToolCallGuard | None = None,
-               instructions: str = DEFAULT_GUARD_INSTRUCTIONS, threshold: float = 0.5, on_block: str = "message",
-               on_error: str = "block", block_message: str = DEFAULT_BLOCK_MESSAGE,
-               conversation: Callable[[], Sequence[Any]] | None = None) -> GuardedTool:
-    """``tool`` behind a guard: same name, description and argument schema; asks before every call.
-
-    Pass ``client`` (with the guard options) or a ready ``guard`` shared between tools.
-    Tools that take injected arguments (``InjectedState``, ``ToolRuntime``) are best guarded with
-    the agent middleware, which wraps the call outside the tool.
-    """
-    if not isinstance(tool, BaseTool):
-        raise TypeError(f"tool: expected a LangChain BaseTool (decorate a function with @tool), got "
-                        f"{type(tool).__name__}")
-    if (client is None) == (guard is None):
-        raise ValueError("guard_tool: pass either client=... (with the guard options) or guard=ToolCallGuard(...)")
-    if conversation is not None and not callable(conversation):
-        raise TypeError(f"conversation: expected a callable returning recent messages, got {type(conversation).__name__}")
-    if guard is None:
-        guard = ToolCallGuard(client, instructions=instructions, threshold=threshold, on_block=on_block,
-                              on_error=on_error, block_message=block_message)
-    return GuardedTool(name=tool.name, description=tool.description, args_schema=tool.args_schema,
-                       return_direct=tool.return_direct, handle_validation_error=tool.handle_validation_error,
-                       tool=tool, guard=guard, conversation=conversation)
-
-
-__all__ = ["ToolCallGuard", "GuardDecision", "GuardedTool", "guard_tool", "DEFAULT_GUARD_INSTRUCTIONS",
-           "DEFAULT_BLOCK_MESSAGE"]
+__all__ = ["ToolCallGuard", "GuardDecision", "DEFAULT_GUARD_INSTRUCTIONS", "DEFAULT_BLOCK_MESSAGE"]
