@@ -165,21 +165,25 @@ def to_decide(items: Iterable[Item], done: Mapping[str, dict[str, Any]], *, retr
     return [item for item in items if not finished(item)]
 
 
-def estimate(items: Iterable[Item], questions: Mapping[str, Any], *, layout: str = "state_last") -> dict[str, int]:
+def estimate(items: Iterable[Item], questions: Mapping[str, Any], *, layout: str = "state_last",
+             labels: str = "names") -> dict[str, int]:
     """Requests and tokens a run would spend, without sending any: the engine's own prompt, measured.
 
     One request per question per item (the one-token readout); input tokens are the rendered
-    messages' characters / 4 plus a few per message, output tokens one per request.
+    messages' characters / 4 plus a few per message, output tokens one per request. The engine
+    offers no public "render without sending", so this uses its prompt and label modules.
     """
+    from .labels import style_for
     from .prompt import render
     from .questions import prepare_questions
 
     preps = prepare_questions("x", questions, "logprobs")
+    fmts = [style_for(prep, labels).fmt for prep in preps]
     n_items, chars, messages = 0, 0, 0
     for item in items:
         n_items += 1
-        for prep in preps:
-            msgs = render(prep, item.state, layout=layout)  # type: ignore[arg-type]
+        for prep, fmt in zip(preps, fmts):
+            msgs = render(prep, item.state, layout=layout, fmt=fmt)  # type: ignore[arg-type]
             chars += sum(len(m["content"]) for m in msgs)
             messages += len(msgs)
     requests = n_items * len(preps)

@@ -23,16 +23,21 @@ class BatchStub(FaultStub):
         self.in_flight = 0
         self.max_in_flight = 0
         self.held = threading.Event()
+        #: Requests after this many wait for ``release`` (a run frozen at a known point, to be killed there).
+        self.hold_after: int | None = None
+        self.seq = 0
 
     def respond(self, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         prompt = json.dumps([m for m in body.get("messages", []) if m.get("role") == "user"])
         with self._lock:
+            self.seq += 1
+            n = self.seq
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             if "#boom#" in prompt:
                 return 500, {}, b'{"error": {"message": "the backend broke"}}'
-            if "#hold#" in prompt:
+            if "#hold#" in prompt or (self.hold_after is not None and n > self.hold_after):
                 self.held.set()
                 self.release.wait(20)
             return super().respond(body)
@@ -42,6 +47,7 @@ class BatchStub(FaultStub):
 
     def reset(self) -> None:
         super().reset()
+        self.hold_after, self.seq = None, 0
         self.in_flight = self.max_in_flight = 0
         self.release.clear()
         self.held.clear()
