@@ -13,11 +13,15 @@ from pathlib import Path
 
 from bench.batch_data import ROUTING, write_csv, write_questions
 from tests.batch.conftest import QUESTIONS
-from tests.gateway.test_cli import jev
 
 
 def jev_cmd() -> list[str]:
     return [sys.executable, "-m", "jev_shared.cli"]
+
+
+def jev(*args: str) -> subprocess.CompletedProcess:
+    """The ``jev`` command in a subprocess (the gateway tests' helper needs the serve extra; this does not)."""
+    return subprocess.run([*jev_cmd(), *args], capture_output=True, text=True, timeout=120)
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
