@@ -70,7 +70,7 @@ class PlainProgress:
             print(f"jev decide: {self.n}/{self.total} {rate:.2f} item/s ETA {eta:.0f}s, {self.failed} failed",
                   file=sys.stderr, flush=True)
 
-    def set_postfix(self, failed: int) -> None:
+    def set_postfix(self, failed: int, refresh: bool = False) -> None:
         self.failed = failed
 
     def close(self) -> None:
@@ -167,7 +167,7 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
                                        timeout=args.timeout):
                 log.write(result)
                 if bar is not None:
-                    bar.set_postfix(failed=sum(totals.failed.values()))
+                    bar.set_postfix(failed=sum(totals.failed.values()), refresh=False)
                     bar.update(1)
         except KeyboardInterrupt:
             print(f"\njev decide: interrupted; {totals.answered} answered this run are in {args.output}; "
