@@ -33,6 +33,8 @@ def add_batch_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--id-column", default="id", help="the CSV column holding the id (default: id; else row numbers)")
     g.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
                    help=f"items in flight at once (default {DEFAULT_CONCURRENCY})")
+    g.add_argument("--method", default="auto", choices=("auto", "logprobs", "grammar", "structured", "discrete"),
+                   help="the engine's readout (default auto; logprobs pins it for vLLM, SGLang, llama.cpp)")
     g.add_argument("--dry-run", action="store_true", help="print the request count and a token estimate; send nothing")
     g.add_argument("--retry-failed", action="store_true", help="decide again the ids whose logged line is an error")
     g.add_argument("--review-threshold", type=float, default=REVIEW_THRESHOLD,
@@ -103,7 +105,7 @@ def _prepare(args: argparse.Namespace) -> tuple[dict[str, Any], list[Any], dict[
         return _fail("invalid_request", "--concurrency must be at least 1")
     try:
         questions = load_questions(args.questions)
-        prepare_questions("x", questions, "auto")
+        prepare_questions("x", questions, args.method)
         items = read_items(args.input, column=args.column, id_column=args.id_column)
     except InvalidQuestionError as exc:
         from .gateway.errors import from_exception
@@ -159,7 +161,7 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
     with ExitStack() as stack:
         backend = next(iter(backends(args, stack).values()))
         client = SystemOneClient(openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key),
-                                 model=backend.model, api=backend.api, layout=args.layout)
+                                 model=backend.model, api=backend.api, layout=args.layout, method=args.method)
         bar = make_progress(len(items), len(items) - len(todo), not args.no_progress)
         log = stack.enter_context(AnswerLog(args.output))
         try:

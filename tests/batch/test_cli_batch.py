@@ -83,8 +83,10 @@ def test_failures_are_logged_by_type_and_retried_only_when_asked(stub, tmp_path)
 def test_a_csv_column_and_the_review_queue_of_unsure_choices(stub, tmp_path):
     inp = tmp_path / "in.csv"
     inp.write_text("ticket,body\nk1,want=billing\nk2,want=nobody: no option in the window\n")
-    out = decide(stub, tmp_path, inp, "--column", "body", "--id-column", "ticket", questions=ROUTING)
+    out = decide(stub, tmp_path, inp, "--column", "body", "--id-column", "ticket", "--method", "grammar",
+                 questions=ROUTING)
     assert out.returncode == 0, out.stderr
+    assert stub.requests == 2 and all("grammar" in body for body in stub.bodies)  # --method reached the wire
     summary = json.loads(out.stdout)
     assert summary["below_threshold"]["team"] == {"answered": 2, "below": 1, "share": 0.5}
     review = log_lines(tmp_path / "answers.review.jsonl")
