@@ -1,6 +1,7 @@
 """jev_shared: typed decisions (choice, score, noul) as probability distributions from any chat model."""
 
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse, Usage, answer_confidence
+from .batch import BatchResult, BatchTotals, ItemResult, adecide_batch, astream_batch, decide_batch, stream_batch
 from .client import AsyncSystemOneClient, SystemOneClient
 from .errors import (
     ClientCapabilityError,
@@ -24,5 +25,6 @@ __all__ = [
     "JevError", "InvalidQuestionError", "UnsupportedMethodError", "ClientCapabilityError", "LabelReadoutError",
     "MalformedAnswerError", "ModelRefusalError", "IncompleteAnswerError", "ProviderError", "DecisionTimeoutError",
     "FieldRefusedError", "MAX_SINGLE_TOKEN_LABELS", "MAX_CHOICE_OPTIONS", "ClientPair",
+    "decide_batch", "adecide_batch", "stream_batch", "astream_batch", "BatchResult", "BatchTotals", "ItemResult",
 ]
 __version__ = "0.1.0"

@@ -3,9 +3,10 @@
 #   1. openai 3.x with LangChain (the main environment, .venv),
 #   2. openai 2.x with LlamaIndex (whose OpenAI integration needs openai < 3, .venv-openai2),
 #      without the Qwen tests and the gateway tests, which the first pass ran.
+# The Ray test (-m ray) is skipped in both (no Ray installed); .ci/run runs it once in .venv-ray.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh .venv dev,local,qwen,langchain,serve
+source scripts/env.sh .venv dev,local,qwen,langchain,serve,batch
 echo "== openai $(python -c 'import openai; print(openai.__version__)') + langchain =="
 python -m pytest -q -p no:cacheprovider "$@" --ignore=tests/llamaindex
 source scripts/env.sh .venv-openai2 dev,local,llamaindex "openai<3"

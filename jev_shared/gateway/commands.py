@@ -86,13 +86,17 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def add_decide(sub: Any) -> None:
-    p = sub.add_parser("decide", help="answer typed questions about one state; JSON out",
-                       description="One decision from the shell: prints the System One answer as JSON.")
-    p.add_argument("--state", required=True, help="the state: text, JSON, @file, or - for stdin")
+    from jev_shared.batch_cli import add_batch_args
+
+    p = sub.add_parser("decide", help="answer typed questions about one state, or a file of them (--input)",
+                       description="One decision from the shell: prints the System One answer as JSON. "
+                                   "With --input, a file of states into a resumable JSONL log (docs/batch.md).")
+    p.add_argument("--state", help="the state: text, JSON, @file, or - for stdin")
     p.add_argument("--questions", required=True, help="a JSON object id -> question, or a path to one")
     add_backend_args(p)
     p.add_argument("--layout", default="state_last", choices=("state_last", "split", "fused"))
     p.add_argument("--timeout", type=float, default=None, help="the call's total timeout (seconds)")
+    add_batch_args(p)
 
 
 def _read_text(value: str) -> str:
@@ -120,6 +124,13 @@ def _questions(value: str) -> Any:
 
 
 def run_decide(args: argparse.Namespace) -> int:
+    if (args.state is None) == (args.input is None):
+        print("jev decide: give --state (one decision) or --input FILE (a batch), not both", file=sys.stderr)
+        return 2
+    if args.input is not None:
+        from jev_shared.batch_cli import run_batch
+
+        return run_batch(args)
     import openai
 
     from jev_shared import JevError, SystemOneClient

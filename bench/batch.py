@@ -1,0 +1,177 @@
+"""Batch decisions per second on the embedded model: sequential, the batch API at 1/2/4/8, the gateway.
+
+One llama.cpp server (``LocalServer``, SmolLM2 unless ``--model``), one routing choice question per
+ticket (so one one-token request per decision), the project's labelled tickets (bench/batch_data.py):
+
+1. the sequential baseline: a plain ``for`` loop of ``client.system_one`` (no batch API);
+2. ``decide_batch`` at concurrency 1, 2, 4, 8 against the server's slot count (``/props``);
+3. the server's own one-token throughput: the very requests the engine sent in (1), replayed raw
+   with ``chat.completions.create`` on ``slots`` threads, no engine; each row's ratio is to this;
+4. the same job through the gateway: ``jev serve`` in front of the same server, the engine's own
+   ``api="systemone"`` client, the batch API at concurrency 4 and 8.
+
+    python bench/batch.py [--n 48] [--model smollm2-135m] [--levels 1,2,4,8]
+
+Figures, not assertions: the machine is shared; the load average is printed with the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import openai
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from batch_data import ROUTING, labelled  # noqa: E402
+
+from jev_shared import SystemOneClient  # noqa: E402
+from jev_shared.batch import decide_batch  # noqa: E402
+from jev_shared.local import LocalServer  # noqa: E402
+
+
+@dataclass
+class Row:
+    name: str
+    concurrency: int
+    items: int
+    failed: int
+    wall_s: float
+    p50_ms: float
+    load: float
+
+    @property
+    def per_s(self) -> float:
+        return self.items / self.wall_s if self.wall_s else 0.0
+
+
+class Recorder:
+    """An openai client stand-in that records each ``chat.completions.create`` the engine makes."""
+
+    def __init__(self, real: Any) -> None:
+        self.real, self.calls = real, []
+        self.chat = self
+        self.completions = self
+
+    def create(self, **kwargs: Any) -> Any:
+        self.calls.append(kwargs)
+        return self.real.chat.completions.create(**kwargs)
+
+
+def slots(srv: LocalServer) -> int:
+    """The server's own slot count (llama.cpp ``/props``), else what it was started with."""
+    try:
+        with urllib.request.urlopen(srv.base_url.removesuffix("/v1") + "/props", timeout=5) as r:
+            return int(json.load(r).get("total_slots") or srv.n_parallel)
+    except (OSError, ValueError):
+        return srv.n_parallel
+
+
+def sequential(client: Any, states: list[tuple[str, str]]) -> Row:
+    lat, failed = [], 0
+    load, started = os.getloadavg()[0], time.perf_counter()
+    for _, state in states:
+        t = time.perf_counter()
+        try:
+            client.system_one(state, ROUTING)
+        except Exception:  # noqa: BLE001 - a bench counts failures, it does not stop on them
+            failed += 1
+        lat.append(time.perf_counter() - t)
+    wall = time.perf_counter() - started
+    return Row("sequential loop (no batch API)", 1, len(states) - failed, failed, wall,
+               statistics.median(lat) * 1000, max(load, os.getloadavg()[0]))
+
+
+def batched(name: str, client: Any, states: list[tuple[str, str]], concurrency: int) -> Row:
+    load = os.getloadavg()[0]
+    result = decide_batch(client, states, ROUTING, concurrency=concurrency)
+    lat = [r.latency_s for r in result.results]
+    return Row(name, concurrency, result.totals.answered, sum(result.totals.failed.values()),
+               result.totals.wall_s, statistics.median(lat) * 1000, max(load, os.getloadavg()[0]))
+
+
+def raw_one_token(base_url: str, calls: list[dict[str, Any]], threads: int) -> Row:
+    """The recorded requests replayed straight at the server: its own one-token throughput."""
+    http = openai.OpenAI(base_url=base_url, api_key="local", max_retries=0)
+    lat: list[float] = []
+
+    def one(kw: dict[str, Any]) -> None:
+        t = time.perf_counter()
+        http.chat.completions.create(**kw)
+        lat.append(time.perf_counter() - t)
+
+    load, started = os.getloadavg()[0], time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(one, calls))
+    wall = time.perf_counter() - started
+    return Row("raw one-token calls (server throughput)", threads, len(calls), 0, wall,
+               statistics.median(lat) * 1000, max(load, os.getloadavg()[0]))
+
+
+def through_gateway(srv: LocalServer, states: list[tuple[str, str]], levels: list[int]) -> list[Row]:
+    from gateway import KEY, Gateway
+
+    rows = []
+    with Gateway((srv.base_url, srv.model)) as gw:
+        client = SystemOneClient(openai.OpenAI(base_url=gw.url + "/v1", api_key=KEY), model=srv.model,
+                                 api="systemone")
+        decide_batch(client, states[:2], ROUTING)  # warm: the gateway builds its engine client
+        for c in levels:
+            rows.append(batched("batch API through jev serve", client, states, c))
+    return rows
+
+
+def table(rows: list[Row], raw: Row, n_slots: int, model: str) -> str:
+    out = [f"model {model}, {n_slots} server slots, {os.cpu_count()} CPUs, one choice question per item "
+           "(one one-token request per decision)", "",
+           "| run | concurrency | decisions | failed | decisions/s | p50 per decision | vs server one-token | load avg |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in [*rows, raw]:
+        ratio = r.per_s / raw.per_s if raw.per_s else 0.0
+        out.append(f"| {r.name} | {r.concurrency} | {r.items} | {r.failed} | {r.per_s:.2f} | {r.p50_ms:.0f} ms | "
+                   f"{ratio:.2f}x | {r.load:.2f} |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=48, help="tickets per row")
+    p.add_argument("--model", default="smollm2-135m")
+    p.add_argument("--levels", default="1,2,4,8")
+    p.add_argument("--gateway-levels", default="4,8")
+    p.add_argument("--json", help="also write the rows as JSON here")
+    args = p.parse_args()
+    levels = [int(x) for x in args.levels.split(",")]
+    states = [(r["id"], r["text"]) for r in labelled(args.n)]
+    with LocalServer(args.model) as srv:
+        n_slots = slots(srv)
+        rec = Recorder(openai.OpenAI(base_url=srv.base_url, api_key="local", max_retries=0))
+        seq_client = SystemOneClient(rec, model=srv.model, api="chat_completions")
+        seq_client.system_one(states[0][1], ROUTING)  # warm the server and the engine's memory
+        rec.calls.clear()
+        rows = [sequential(seq_client, states)]
+        client = SystemOneClient(srv.client(), model=srv.model, api="chat_completions")
+        rows += [batched("batch API (decide_batch)", client, states, c) for c in levels]
+        raw = raw_one_token(srv.base_url, rec.calls, n_slots)
+        rows += through_gateway(srv, states, [int(x) for x in args.gateway_levels.split(",")])
+    print(table(rows, raw, n_slots, srv.model))
+    print(f"\nload average at the end (1, 5, 15 min): {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"model": srv.model, "slots": n_slots, "rows": [
+            {**r.__dict__, "decisions_per_s": r.per_s} for r in [*rows, raw]]}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""``jev decide --input states.jsonl|.csv --questions questions.json --output answers.jsonl``.
+
+The batch form of ``jev decide``: every state of a file against the same questions, answers
+appended to a JSONL log as they finish (so a rerun resumes where a killed run stopped), a progress
+bar, a cost preview (``--dry-run``), a summary and a review queue of unsure choices.
+
+Exit status: 0 when every item of the run was answered, 1 when some failed (each failure is in
+the log with its error), 2 for bad input (nothing sent), 130 when interrupted (rerun to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from .batch_report import REVIEW_THRESHOLD
+
+#: Items in flight unless --concurrency says otherwise: the embedded server's slot count.
+DEFAULT_CONCURRENCY = 4
+
+
+def add_batch_args(p: argparse.ArgumentParser) -> None:
+    """The batch flags of ``jev decide`` (``--input`` switches it from one state to a file of them)."""
+    g = p.add_argument_group("batch (--input)")
+    g.add_argument("--input", help="states to decide: .jsonl ({\"id\", \"state\"} a line) or .csv (see --column)")
+    g.add_argument("--output", help="the answer log (JSONL, appended; a rerun skips the ids already in it)")
+    g.add_argument("--column", help="the CSV column holding the state (default: 'state', else 'text')")
+    g.add_argument("--id-column", default="id", help="the CSV column holding the id (default: id; else row numbers)")
+    g.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                   help=f"items in flight at once (default {DEFAULT_CONCURRENCY})")
+    g.add_argument("--method", default="auto", choices=("auto", "logprobs", "grammar", "structured", "discrete"),
+                   help="the engine's readout (default auto; logprobs pins it for vLLM, SGLang, llama.cpp)")
+    g.add_argument("--dry-run", action="store_true", help="print the request count and a token estimate; send nothing")
+    g.add_argument("--retry-failed", action="store_true", help="decide again the ids whose logged line is an error")
+    g.add_argument("--review-threshold", type=float, default=REVIEW_THRESHOLD,
+                   help=f"choice answers below this confidence go to the review queue (default {REVIEW_THRESHOLD})")
+    g.add_argument("--review", help="the review queue file (default: OUTPUT's name with .review.jsonl)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _fail(kind: str, message: str, **extra: Any) -> int:
+    print(json.dumps({"error": {"type": kind, "message": message, **extra}}), file=sys.stderr)
+    return 2
+
+
+def review_path(args: argparse.Namespace) -> Path:
+    if args.review:
+        return Path(args.review)
+    out = Path(args.output)
+    return out.with_name(out.name.removesuffix(".jsonl") + ".review.jsonl")
+
+
+class PlainProgress:
+    """The progress line without tqdm: done/total, rate and ETA, at most every ``every_s`` seconds."""
+
+    def __init__(self, total: int, initial: int, every_s: float = 2.0) -> None:
+        self.total, self.n, self.start_n = total, initial, initial
+        self.every_s, self.started, self.last, self.failed = every_s, time.monotonic(), 0.0, 0
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        now = time.monotonic()
+        if now - self.last >= self.every_s or self.n >= self.total:
+            self.last = now
+            rate = (self.n - self.start_n) / max(now - self.started, 1e-9)
+            eta = (self.total - self.n) / rate if rate > 0 else float("inf")
+            print(f"jev decide: {self.n}/{self.total} {rate:.2f} item/s ETA {eta:.0f}s, {self.failed} failed",
+                  file=sys.stderr, flush=True)
+
+    def set_postfix(self, failed: int, refresh: bool = False) -> None:
+        self.failed = failed
+
+    def close(self) -> None:
+        pass
+
+
+def make_progress(total: int, initial: int, enabled: bool) -> Any:
+    """tqdm's bar (rate and ETA) on stderr when the ``batch`` extra is installed, else a plain line."""
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return PlainProgress(total, initial)
+    return tqdm(total=total, initial=initial, unit="item", desc="jev decide", file=sys.stderr,
+                mininterval=0.5 if sys.stderr.isatty() else 5.0,
+                smoothing=0.1, dynamic_ncols=True)
+
+
+def _prepare(args: argparse.Namespace) -> tuple[dict[str, Any], list[Any], dict[str, Any], list[Any]] | int:
+    """Questions, items, the log so far and what is left to decide; or the exit status of bad input."""
+    from jev_shared import InvalidQuestionError
+    from jev_shared.questions import prepare_questions
+
+    from .batch_io import InputError, load_questions, read_items, read_log, to_decide
+
+    if not args.output:
+        return _fail("invalid_request", "--input needs --output FILE (the answer log)")
+    if args.concurrency < 1:
+        return _fail("invalid_request", "--concurrency must be at least 1")
+    try:
+        questions = load_questions(args.questions)
+        prepare_questions("x", questions, args.method)
+        items = read_items(args.input, column=args.column, id_column=args.id_column)
+    except InvalidQuestionError as exc:
+        from .gateway.errors import from_exception
+
+        print(json.dumps(from_exception(exc).body()), file=sys.stderr)
+        return 2
+    except (OSError, ValueError, InputError) as exc:
+        return _fail("invalid_request", str(exc))
+    done = read_log(args.output)
+    return questions, items, done, to_decide(items, done, retry_failed=args.retry_failed)
+
+
+def run_batch(args: argparse.Namespace) -> int:
+    """Decide every state of ``--input`` not yet in ``--output``; summary on stdout (JSON) and stderr."""
+    prepared = _prepare(args)
+    if isinstance(prepared, int):
+        return prepared
+    questions, items, done, todo = prepared
+    if args.dry_run:
+        return _dry_run(questions, items, todo, args)
+    from .batch import BatchTotals
+
+    totals = BatchTotals()
+    if todo:
+        status = _decide(args, questions, items, todo, totals)
+        if status:
+            return status
+    return _finish(args, questions, len(items), len(items) - len(todo), totals)
+
+
+def _dry_run(questions: dict[str, Any], items: list[Any], todo: list[Any], args: argparse.Namespace) -> int:
+    from .batch_io import estimate
+
+    est = estimate(todo, questions, layout=args.layout)
+    report = {"input": len(items), "skipped": len(items) - len(todo), "to_decide": len(todo), **est}
+    print(f"jev decide --dry-run: {len(todo)} of {len(items)} items to decide, {est['requests']} requests, "
+          f"~{est['input_tokens']:,} input tokens, {est['output_tokens']:,} output tokens", file=sys.stderr)
+    print(json.dumps(report))
+    return 0
+
+
+def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any], todo: list[Any],
+            totals: Any) -> int:
+    """Run the batch into the log; 130 when interrupted (what finished is in the log), else 0."""
+    import openai
+
+    from jev_shared import SystemOneClient
+
+    from .batch import stream_batch
+    from .batch_io import AnswerLog
+    from .gateway.commands import backends
+
+    with ExitStack() as stack:
+        backend = next(iter(backends(args, stack).values()))
+        client = SystemOneClient(openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key),
+                                 model=backend.model, api=backend.api, layout=args.layout, method=args.method)
+        bar = make_progress(len(items), len(items) - len(todo), not args.no_progress)
+        log = stack.enter_context(AnswerLog(args.output))
+        try:
+            for result in stream_batch(client, todo, questions, concurrency=args.concurrency, totals=totals,
+                                       timeout=args.timeout):
+                log.write(result)
+                if bar is not None:
+                    bar.set_postfix(failed=sum(totals.failed.values()), refresh=False)
+                    bar.update(1)
+        except KeyboardInterrupt:
+            print(f"\njev decide: interrupted; {totals.answered} answered this run are in {args.output}; "
+                  "rerun the same command to resume", file=sys.stderr)
+            return 130
+        finally:
+            if bar is not None:
+                bar.close()
+    return 0
+
+
+def _finish(args: argparse.Namespace, questions: dict[str, Any], n_input: int, skipped: int, totals: Any) -> int:
+    from .batch_io import read_log
+    from .batch_report import render_summary, review_rows, summarize, write_review
+
+    records = read_log(args.output)
+    summary = summarize(records, questions, totals, n_input=n_input, skipped=skipped,
+                        threshold=args.review_threshold)
+    path = None
+    if summary["below_threshold"]:
+        rows = review_rows(records, questions, args.review_threshold)
+        path = str(review_path(args))
+        write_review(path, rows)
+        summary["review"] = {"path": path, "rows": len(rows)}
+    print(render_summary(summary, path), file=sys.stderr)
+    print(json.dumps(summary))
+    return 1 if sum(totals.failed.values()) else 0

@@ -1,0 +1,200 @@
+"""Batch files: states in (JSONL or CSV), answers out (JSONL, resumable), and a cost preview.
+
+The answer log is what makes a run resumable: one JSON line per finished item, appended, flushed
+and fsynced before the next is written, so a killed run loses at most the items that were in
+flight. A run killed mid-write leaves a torn last line; opening the log cuts it off (that item is
+decided again) and never reads it as an answer.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from .batch import Item, ItemResult
+from .errors import InvalidQuestionError
+
+#: Characters per token for the dry-run estimate (English text, BPE tokenisers), and tokens a chat
+#: template adds around each message.
+CHARS_PER_TOKEN = 4.0
+TOKENS_PER_MESSAGE = 6
+
+
+class InputError(ValueError):
+    """The input file cannot be read as states: names the file, the line or row, and what is wrong."""
+
+
+def id_key(value: Any) -> str:
+    """The id as the log and the skip-set compare it: ``1`` and ``"1"`` are the same item."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def read_items(path: str | os.PathLike[str], *, column: str | None = None, id_column: str = "id") -> list[Item]:
+    """States from ``.jsonl`` (``{"id", "state"}`` a line) or ``.csv`` (``column``, ids from ``id_column``).
+
+    Ids must be unique: a duplicate would be decided once and answered twice. A CSV without an id
+    column numbers its rows from 1.
+    """
+    p = Path(path)
+    if p.suffix.lower() == ".csv":
+        items = _read_csv(p, column, id_column)
+    elif p.suffix.lower() in (".jsonl", ".ndjson"):
+        if column:
+            raise InputError(f"{p}: --column is for CSV input; a JSONL line is {{\"id\": ..., \"state\": ...}}")
+        items = _read_jsonl(p)
+    else:
+        raise InputError(f"{p}: expected a .jsonl or .csv file")
+    seen: dict[str, int] = {}
+    for n, item in enumerate(items, start=1):
+        if id_key(item.id) in seen:
+            raise InputError(f"{p}: id {item.id!r} at item {n} repeats item {seen[id_key(item.id)]}; ids must be unique")
+        seen[id_key(item.id)] = n
+    return items
+
+
+def _read_jsonl(p: Path) -> list[Item]:
+    items = []
+    with p.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise InputError(f"{p}:{n}: not JSON ({exc})") from None
+            if not isinstance(row, dict) or "id" not in row or "state" not in row:
+                raise InputError(f"{p}:{n}: expected {{\"id\": ..., \"state\": ...}}")
+            if not isinstance(row["id"], (str, int)) or isinstance(row["id"], bool):
+                raise InputError(f"{p}:{n}: the id must be a string or an integer, got {row['id']!r}")
+            items.append(Item(row["id"], row["state"]))
+    return items
+
+
+def _read_csv(p: Path, column: str | None, id_column: str) -> list[Item]:
+    with p.open(encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f)
+        fields = reader.fieldnames or []
+        column = column or next((c for c in ("state", "text") if c in fields), None)
+        if column is None or column not in fields:
+            raise InputError(f"{p}: no column {column or 'state'!r}; pick one with --column (columns: {fields})")
+        has_id = id_column in fields
+        return [Item(row[id_column] if has_id else n, row[column]) for n, row in enumerate(reader, start=1)]
+
+
+def read_log(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The answer log, the last complete line per id (a rerun with ``--retry-failed`` appends a newer one)."""
+    records: dict[str, dict[str, Any]] = {}
+    p = Path(path)
+    if not p.exists():
+        return records
+    with p.open(encoding="utf-8") as f:
+        for line in f:
+            if not line.endswith("\n"):
+                break  # a torn tail: the item was in flight when the run died
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and "id" in rec:
+                records[id_key(rec["id"])] = rec
+    return records
+
+
+def repair_tail(path: Path) -> int:
+    """Cut a torn last line (no newline) off the log; the bytes removed (0 when it ends cleanly)."""
+    if not path.exists():
+        return 0
+    size = path.stat().st_size
+    if size == 0:
+        return 0
+    with path.open("rb+") as f:
+        f.seek(max(0, size - 1))
+        if f.read(1) == b"\n":
+            return 0
+        block, end = 65536, size
+        while end > 0:
+            start = max(0, end - block)
+            f.seek(start)
+            chunk = f.read(end - start)
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                f.truncate(start + cut + 1)
+                return size - (start + cut + 1)
+            end = start
+        f.truncate(0)
+        return size
+
+
+class AnswerLog:
+    """``with AnswerLog(path) as log: log.write(result)``: each line durable before the next is written."""
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self._f: IO[str] | None = None
+
+    def __enter__(self) -> AnswerLog:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        repair_tail(self.path)
+        self._f = self.path.open("a", encoding="utf-8")
+        return self
+
+    def write(self, result: ItemResult) -> None:
+        assert self._f is not None, "use AnswerLog as a context manager"
+        self._f.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+        self._f.flush()
+        if self.fsync:
+            os.fsync(self._f.fileno())
+
+    def __exit__(self, *exc: object) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+
+def to_decide(items: Iterable[Item], done: Mapping[str, dict[str, Any]], *, retry_failed: bool = False) -> list[Item]:
+    """The items a run still has to decide: those without a line in the log (or whose line is an error)."""
+    def finished(item: Item) -> bool:
+        rec = done.get(id_key(item.id))
+        return rec is not None and not (retry_failed and rec.get("error"))
+
+    return [item for item in items if not finished(item)]
+
+
+def estimate(items: Iterable[Item], questions: Mapping[str, Any], *, layout: str = "state_last",
+             labels: str = "names") -> dict[str, int]:
+    """Requests and tokens a run would spend, without sending any: the engine's own prompt, measured.
+
+    One request per question per item (the one-token readout); input tokens are the rendered
+    messages' characters / 4 plus a few per message, output tokens one per request. The engine
+    offers no public "render without sending", so this uses its prompt and label modules.
+    """
+    from .labels import style_for
+    from .prompt import render
+    from .questions import prepare_questions
+
+    preps = prepare_questions("x", questions, "logprobs")
+    fmts = [style_for(prep, labels).fmt for prep in preps]
+    n_items, chars, messages = 0, 0, 0
+    for item in items:
+        n_items += 1
+        for prep, fmt in zip(preps, fmts):
+            msgs = render(prep, item.state, layout=layout, fmt=fmt)  # type: ignore[arg-type]
+            chars += sum(len(m["content"]) for m in msgs)
+            messages += len(msgs)
+    requests = n_items * len(preps)
+    tokens = int(chars / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * messages
+    return {"items": n_items, "requests": requests, "input_tokens": tokens, "output_tokens": requests}
+
+
+def load_questions(value: str) -> dict[str, Any]:
+    """``questions.json`` (the System One wire's ``questions`` object), or the JSON itself."""
+    text = value if value.lstrip().startswith("{") else Path(value).read_text(encoding="utf-8")
+    questions = json.loads(text)
+    if not isinstance(questions, dict):
+        raise InvalidQuestionError("questions must be a JSON object of id -> question", field="questions")
+    return questions
