@@ -52,9 +52,8 @@ def gateway_url(stub_backend):
 
 @pytest.fixture(scope="session")
 def faulty_url(stub_backend):
-    """A gateway of its own for backend-fault tests: the engine counts a 5xx on a logprobs call as a
-    strike against logprobs and, at the second, answers that model with structured JSON from then on
-    (``method="auto"`` memory), which would leak into every later test on a shared gateway."""
+    """A gateway of its own for backend-fault tests, so what its engine learns from faulty backends
+    (refused fields, surfaces) never leaks into the tests that share the main gateway."""
     with running(config_for(stub_backend)) as url:
         yield url
 
