@@ -80,7 +80,7 @@ class _ClientCore:
         """Everything checked before any request: options, state, questions, and what the surface can carry."""
         opts = self.options.for_call(method, mode, labels)
         check_timeout(timeout, InvalidQuestionError)
-        preps = prepare_questions(state, questions, opts.method, opts.examples, examples)
+        preps = prepare_questions(state, questions, opts.method, opts.examples, examples, opts.labels)
         self._refuse_what_the_surface_cannot_carry(opts, examples)
         debug = opts.debug if debug is None else debug
         budget = Budget.of(opts.timeout if timeout is None else timeout)

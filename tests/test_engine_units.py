@@ -42,13 +42,41 @@ def test_a_missing_name_is_floored_not_read_as_zero():
     assert answer.probabilities["technical"] > 0 and resp.debug["truncated"] == ["team"]
 
 
-def test_an_ambiguous_first_token_re_asks_with_letters():
+def test_a_shared_prefix_is_read_on_by_a_continuation_call():
+    """"bill" starts both names: a second one-token call with "bill" prefilled reads the rest."""
     q = Choice(instructions="Which?", criteria={"billing": "", "bills": ""})
-    fake = FixedWindow([("bill", -0.1), ("x", -3.0)], [("B", -0.2), ("A", -2.0)])
+    fake = FixedWindow([("bill", -0.1), ("x", -3.0)], [("s", -0.2), ("ing", -2.0)])
     resp = SystemOneClient(fake, model="m", labels="names").system_one("x", {"q": q})
-    assert resp.answers["q"].choice == "bills"
-    assert "re-asked with letters" in resp.debug["labels_fallback"]["q"]
-    assert "(A, B)" in fake.requests[1]["messages"][0]["content"]
+    answer = resp.answers["q"]
+    assert answer.choice == "bills" and resp.usage.n_calls == 2
+    assert fake.requests[1]["messages"][-1] == {"role": "assistant", "content": "bill"}
+    assert fake.requests[1]["max_tokens"] == 1
+    ratio = math.exp(-0.2) / math.exp(-2.0)  # P(bill)·P(s|bill) against P(bill)·P(ing|bill)
+    assert math.isclose(answer.probabilities["bills"] / answer.probabilities["billing"], ratio, rel_tol=1e-6)
+    assert math.isclose(sum(answer.probabilities.values()), 1.0)
+
+
+def test_names_sharing_a_first_word_are_answered_by_what_differs():
+    q = Choice(instructions="Which?", criteria={"order_status": "Where is my order", "order_cancel": "Cancel it",
+                                                "refund": "Money back"})
+    fake = FixedWindow([("cancel", -0.1), ("status", -2.5), ("ref", -3.0)])
+    resp = SystemOneClient(fake, model="m", labels="names").system_one("x", {"q": q})
+    assert resp.answers["q"].choice == "order_cancel" and resp.usage.n_calls == 1
+    system = fake.requests[0]["messages"][0]["content"]
+    assert "status: Where is my order" in system and "cancel: Cancel it" in system and "order_status" not in system
+    assert resp.answers["q"].probabilities["refund"] > 0
+
+
+def test_forty_options_are_read_by_name_in_one_token():
+    q = Choice(instructions="Which?", criteria={f"{w}": "" for w in (
+        "apple banana cherry date elder fig grape honeydew iris jasmine kale lemon mango nectar olive "
+        "peach quince radish spinach tomato ugli vanilla walnut xigua yam zucchini acorn basil chive dill "
+        "endive fennel garlic hazel ivy juniper kiwi leek mint oat").split()})
+    fake = FixedWindow([("mint", -0.2), ("leek", -2.0), ("The", -3.0)])
+    resp = SystemOneClient(fake, model="m").system_one("x", {"q": q})
+    answer = resp.answers["q"]
+    assert answer.choice == "mint" and resp.usage.n_calls == 1 and len(answer.probabilities) == 40
+    assert resp.method_of("q") == "logprobs" and fake.requests[0]["max_tokens"] == 1
 
 
 def test_letters_keep_missing_labels_at_zero():
