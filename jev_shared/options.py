@@ -45,7 +45,7 @@ class Options:
     n_retry_malformed: int = 1
     thinking: bool | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
-    layout: str = "state_last"
+    layout: str = "auto"
     labels: str = "names"
     missing: str = "zero"
     examples: Examples = None

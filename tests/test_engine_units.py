@@ -173,3 +173,43 @@ def test_a_failing_scout_question_stops_the_call_before_the_others_are_sent(run_
         else:
             SystemOneClient(fake, model="m", method="logprobs").system_one("x", questions)
     assert fake.calls == 1  # api="auto" on a new model: question a goes first, alone
+
+
+def test_layout_auto_shares_a_long_state_and_asks_the_questions_in_turn():
+    from jev_shared import Noul
+
+    questions = {"team": TEAM, "spam": Noul(instructions="This is spam.")}
+    long_state = "The customer wrote a long message. " * 120
+    fake = FixedWindow([("billing", -0.1), ("yes", -0.2)])
+    client = SystemOneClient(fake, model="m", debug=True)
+    resp = client.system_one(long_state, questions)
+    assert resp.debug["layout"]["layout"] == "split"
+    assert resp.debug["layout"]["tokens_split"] < resp.debug["layout"]["tokens_state_last"]
+    for req in fake.requests:  # shared rules, then the state, then the question: one prefix for both
+        system, state, question = req["messages"]
+        assert "Question" not in system["content"] and "Statement" not in system["content"]
+        assert state["content"].startswith("State (data") and "<state>" in state["content"]
+        assert question["content"].split(":")[0] in ("Question", "Statement")
+    assert fake.requests[0]["messages"][:2] == fake.requests[1]["messages"][:2]
+    assert client._plan(long_state, questions, method=None, mode=None, labels=None, examples=None, timeout=None,
+                        debug=None).concurrency == 1  # the second question must reach the slot holding the state
+    short = FixedWindow([("billing", -0.1), ("yes", -0.2)])
+    resp = SystemOneClient(short, model="m", debug=True).system_one("I was charged twice", questions)
+    assert resp.debug["layout"]["layout"] == "state_last"
+    assert all("Question" in r["messages"][0]["content"] or "Statement" in r["messages"][0]["content"]
+               for r in short.requests)
+
+
+def test_layout_auto_asks_the_tokenizer_when_the_estimate_is_close():
+    counted: list[str] = []
+
+    class Counting(FixedWindow):
+        def jev_tokenize(self, text):
+            counted.append(text)
+            return text.split()
+
+    from jev_shared import Noul
+
+    questions = {"team": TEAM, "spam": Noul(instructions="This is spam.")}
+    resp = SystemOneClient(Counting([("billing", -0.1), ("yes", -0.5)]), model="m", debug=True).system_one("word " * 40, questions)
+    assert resp.debug["layout"]["counted"] == "tokenizer" and counted
