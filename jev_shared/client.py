@@ -52,7 +52,7 @@ class _ClientCore:
         api: str = "auto", confidence: str = "peak", top_logprobs: int = 20, max_concurrency: int = 8,
         n_retry_malformed: int = 1, thinking: bool | None = None, extra_body: dict[str, Any] | None = None,
         layout: str = "auto", labels: str = "names", missing: str = "zero", examples: Examples = None,
-        strict_labels: bool = False, debias: bool = False, normalize_probabilities: bool = True,
+        strict_labels: bool = False, debias: bool | str = "auto", normalize_probabilities: bool = True,
         structured_outputs: bool = True, max_retries: int = 3, timeout: float | None = None, debug: bool = False,
     ) -> None:
         self.options = Options(
@@ -62,6 +62,8 @@ class _ClientCore:
             examples=examples, strict_labels=strict_labels, debias=debias,
             normalize_probabilities=normalize_probabilities, structured_outputs=structured_outputs,
             max_retries=max_retries, timeout=timeout, debug=debug)
+        if self.options.debias == "auto" and getattr(client, "jev_debias_zero_shot", None) is not True:
+            self.options = dataclasses.replace(self.options, debias=False)  # measured only where the client says
         if client is None and api == "systemone":
             client = systemone_client()
         self._speaks = speaks(client)

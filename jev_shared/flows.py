@@ -187,7 +187,7 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
     if style.fallback:
         ro.probs = humble(ro.probs, FALLBACK_TRUST)
         rec.readout["fallback_trust"] = FALLBACK_TRUST
-    if not opts.debias:
+    if not (opts.debias is True or (opts.debias == "auto" and not prep.examples)):
         return ro.probs
     prior = yield from content_free_prior(ask, method, style, surface)
     rec.prior = dict(zip(symbols, prior))

@@ -213,3 +213,22 @@ def test_layout_auto_asks_the_tokenizer_when_the_estimate_is_close():
     questions = {"team": TEAM, "spam": Noul(instructions="This is spam.")}
     resp = SystemOneClient(Counting([("billing", -0.1), ("yes", -0.5)]), model="m", debug=True).system_one("word " * 40, questions)
     assert resp.debug["layout"]["counted"] == "tokenizer" and counted
+
+
+def test_debias_auto_is_on_for_zero_shot_where_the_client_says_it_was_measured():
+    from jev_shared import Example
+
+    class Measured(FixedWindow):
+        jev_debias_zero_shot = True
+
+    fake = Measured([("billing", -0.1), ("sales", -1.0)])
+    resp = SystemOneClient(fake, model="m", debug=True).system_one("I was charged twice", {"team": TEAM})
+    states = [r["messages"][-1]["content"] for r in fake.requests]
+    assert resp.usage.n_calls == 4 and "team" in resp.debug["priors"]  # the answer, then N/A, "" and [MASK]
+    assert "N/A" in states[1] and "[MASK]" in states[3]
+    shots = Measured([("billing", -0.1), ("sales", -1.0)])
+    SystemOneClient(shots, model="m").system_one("x", {"team": TEAM}, examples=[Example(state="s", answer="sales")])
+    assert len(shots.requests) == 1  # examples already remove the lean: no prior
+    plain = FixedWindow([("billing", -0.1), ("sales", -1.0)])
+    SystemOneClient(plain, model="m").system_one("x", {"team": TEAM})
+    assert len(plain.requests) == 1  # a client nobody measured: off

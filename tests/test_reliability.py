@@ -108,7 +108,7 @@ def test_a_letters_fallback_never_claims_certainty():
     from jev_shared.record import Record
 
     prep = prepare_question("src", Choice(instructions="?", criteria={"a1": "", "a2": "", "b": ""}), "logprobs")
-    ask = Ask(prep, "x", Options(model="m"), Memory(), ("chat_completions",), Record(False))
+    ask = Ask(prep, "x", Options(model="m", debias=False), Memory(), ("chat_completions",), Record(False))
     flow = read_tokens(ask, "logprobs", LETTERS_FALLBACK, "chat_completions")
     request = next(flow)
     assert "(A, B, C)" in request.kwargs["messages"][0]["content"]
