@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from . import drive, transport
+from . import calibration, drive, transport
+from .calibration import Calibrator
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse
 from .calls import Budget, Flow
 from .errors import ClientCapabilityError, InvalidQuestionError, UnsupportedMethodError
@@ -54,6 +55,7 @@ class _ClientCore:
         layout: str = "auto", labels: str = "names", missing: str = "zero", examples: Examples = None,
         strict_labels: bool = False, debias: bool | str = "auto", normalize_probabilities: bool = True,
         structured_outputs: bool = True, max_retries: int = 3, timeout: float | None = None, debug: bool = False,
+        calibrator: Calibrator | str | None = "auto",
     ) -> None:
         self.options = Options(
             model=model, method=method, mode=mode, auto_threshold=auto_threshold, api=api, confidence=confidence,
@@ -71,6 +73,9 @@ class _ClientCore:
         tokenize = getattr(client, "jev_tokenize", None)
         self._tokenize = tokenize if inspect.ismethod(tokenize) or inspect.isfunction(tokenize) else None
         self.client = _plain_client(client)
+        #: Applied to every answer: "auto" is the calibration shipped for the model (the embedded default
+        #: has one), None none; the router, gate, guard and selectors take it through this client.
+        self.calibrator = None if self.options.hosted else calibration.resolve(calibrator, model)
         #: The transport's retry and backoff (tests and tools may tune it).
         self.retry_policy = self.options.retry_policy
         self._memory = Memory()
@@ -140,6 +145,10 @@ class _ClientCore:
             self.options.model), started=plan.started, debug=plan.debug)
         if plan.layout and plan.layout.get("layout"):
             resp.debug["layout"] = plan.layout
+        if self.calibrator is not None:
+            debug = resp.debug
+            resp = self.calibrator.apply(resp)
+            resp.debug = {**debug, "calibrated": True}
         return resp
 
 

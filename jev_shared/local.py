@@ -269,14 +269,14 @@ class LocalServer:
         """An ``openai.OpenAI`` client pointed at this server, marked with what the engine need not discover."""
         import openai
 
-        return self._mark(openai.OpenAI(base_url=self.base_url, api_key="local", **kwargs))
+        return self.mark(openai.OpenAI(base_url=self.base_url, api_key="local", **kwargs))
 
     def async_client(self, **kwargs: Any) -> Any:
         import openai
 
-        return self._mark(openai.AsyncOpenAI(base_url=self.base_url, api_key="local", **kwargs))
+        return self.mark(openai.AsyncOpenAI(base_url=self.base_url, api_key="local", **kwargs))
 
-    def _mark(self, client: Any) -> Any:
+    def mark(self, client: Any) -> Any:
         """llama.cpp's Responses route carries no logprobs: the engine goes to Chat Completions at once
         (no Responses try, no scout), and counts tokens with the server's own tokenizer."""
         client.jev_surfaces = ("chat_completions",)
