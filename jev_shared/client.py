@@ -16,8 +16,8 @@ from functools import partial
 from typing import Any
 
 from . import calibration, drive, transport
-from .calibration import Calibrator
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse
+from .calibration import Calibrator
 from .calls import Budget, Flow
 from .errors import ClientCapabilityError, InvalidQuestionError, UnsupportedMethodError
 from .flows import Ask, answer
