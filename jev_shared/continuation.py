@@ -37,10 +37,9 @@ def window_of(logprobs: Any, content: str | None) -> list[tuple[str, float]]:
 
 def matches(prefix: str, token: str, group: Sequence[str]) -> list[str]:
     """The names of ``group`` that ``prefix`` + ``token`` spells the start of (or ends, for an end token)."""
-    if _END.match(token):
-        done = norm_token(prefix)
+    done, joined = norm_token(prefix), norm_token(prefix + token)
+    if _END.match(token) or joined == done:  # the answer ends at the prefix ("1" then "." or the end of turn)
         return [g for g in group if g.lower() == done]
-    joined = norm_token(prefix + token)
     hits = [g for g in group if joined and g.lower().startswith(joined)]
     if not hits:  # a token that runs past the name's end ("1" + "0." for "10")
         hits = [g for g in group if joined.startswith(g.lower()) and not joined[len(g):len(g) + 1].isalnum()]

@@ -133,7 +133,7 @@ def name_fold(names: Sequence[str]) -> Fold:
 def names_collide(names: Sequence[str]) -> bool:
     """Names a first token may not tell apart: one a prefix of another, or the same first word."""
     lowered = [n.strip().lower() for n in names]
-    words = [re.split(r"[\s_\-/]+", n)[0] for n in lowered]
+    words = [_words(n)[0].lower() for n in names]  # camelCase too: orderStatus / orderCancel share "order"
     if len(set(words)) < len(words):
         return True
     return any(a != b and b.startswith(a) for a in lowered for b in lowered)
