@@ -155,7 +155,8 @@ class LabelStyle:
 
 
 #: The most a fallback read is trusted: its distribution is mixed with uniform by 1 − this, so its
-#: top probability (and peak confidence) stays at or below it, whatever the window said.
+#: peak confidence stays at or below it (its top probability at or below it + (1 − it)/n), whatever
+#: the window said.
 FALLBACK_TRUST = 0.95
 
 

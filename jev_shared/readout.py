@@ -161,7 +161,7 @@ def softmax_labels(labels: Sequence[str], best: dict[str, float], returned: list
 
 
 def humble(probs: Sequence[float], trust: float) -> list[float]:
-    """A fallback read mixed with uniform, so its top probability never exceeds ``trust``."""
+    """A fallback read mixed with uniform, so its peak confidence, (n·p − 1)/(n − 1), never exceeds ``trust``."""
     n = len(probs)
     return [trust * p + (1.0 - trust) / n for p in probs] if n > 1 else list(probs)
 

@@ -152,3 +152,23 @@ def test_qwen_reads_clear_sentiment(qwen_server):
     assert good.debug["labels"]["positive"] == "names"
     assert good.answers["positive"].noul > 0.7
     assert bad.answers["positive"].noul < 0.3
+
+
+@pytest.mark.live
+@pytest.mark.qwen
+def test_the_default_local_server_decides_colliding_names_zero_shot(qwen_server):
+    """LocalServer()'s model: names that share a first word answered by what differs, debias on zero-shot
+    (three content-free calls once), no discovery call, the shipped calibration applied."""
+    from jev_shared import Choice, SystemOneClient
+
+    assert LocalServer().model == DEMO_MODEL == qwen_server.model
+    client = SystemOneClient(qwen_server.client(), model=qwen_server.model)
+    orders = {"want": Choice(instructions="What does the customer want?", criteria={
+        "order_status": "to know where the order is", "order_cancel": "to cancel the order",
+        "order_refund": "their money back"})}
+    first = client.system_one("Please cancel my order, I do not want it any more.", orders)
+    again = client.system_one("Where is my parcel? It was due on Monday.", orders)
+    assert first.usage.n_calls == 4 and again.usage.n_calls == 1  # the prior once, then one call
+    assert first.debug["api"] == "chat_completions" and "status=order_status" in first.debug["labels_fallback"]["want"]
+    assert first.answers["want"].choice == "order_cancel" and again.answers["want"].choice == "order_status"
+    assert first.debug.get("calibrated") is True
