@@ -224,12 +224,16 @@ class Calibrator:
             raise ValueError("no fit report: this calibrator was not fitted here; use evaluate(records)")
         return self._report
 
-    def key_for(self, question_id: str | None, kind: str) -> str:
-        """The fit an answer uses: its question id's, else its kind's (``*choice``, ``*score``, ``*noul``,
-        as a calibration shipped for a model holds), else the global one."""
+    def key_for(self, question_id: str | None, kind: str, examples: bool = False) -> str:
+        """The fit an answer uses: its question id's, else its kind's (``*choice+examples`` for a question
+        asked with examples, then ``*choice``; ``*score``, ``*noul`` alike, as a calibration shipped for a
+        model holds them), else the global one."""
         if question_id and (question_id in self.temperatures or question_id in self.biases):
             return question_id
-        return f"*{kind}" if f"*{kind}" in self.temperatures else GLOBAL
+        for key in ((f"*{kind}+examples",) if examples else ()) + (f"*{kind}",):
+            if key in self.temperatures:
+                return key
+        return GLOBAL
 
     def apply(self, obj: SystemOneResponse | Answer, question_id: str | None = None) -> Any:
         """A recalibrated copy: a response (each answer by its question id, else its kind) or one answer."""

@@ -146,9 +146,10 @@ class _ClientCore:
         if plan.layout and plan.layout.get("layout"):
             resp.debug["layout"] = plan.layout
         if self.calibrator is not None:
-            debug = resp.debug
-            resp = self.calibrator.apply(resp)
-            resp.debug = {**debug, "calibrated": True}
+            cal = self.calibrator
+            answers = {p.id: cal.apply(resp.answers[p.id], cal.key_for(p.id, p.kind, bool(p.examples)))
+                       for p in plan.preps}
+            resp = resp.model_copy(update={"answers": answers, "debug": {**(resp.debug or {}), "calibrated": True}})
         return resp
 
 

@@ -4,8 +4,8 @@
     python scripts/fit_calibration.py q.json            # writes jev_shared/calibrations/qwen2.5-coder-0.5b.json
 
 The items of each (question, true answer) alternate between a fitting half and a judging half;
-one temperature per question *kind* (``*choice``, ``*score``, ``*noul``: a user's own questions are
-not the bench's, so per-option offsets would not carry over) is fitted on the fitting half and
+one temperature per question *kind*, apart with and without examples (``*choice``,
+``*choice+examples``, …: a user's own questions are not the bench's, so per-option offsets would not carry over) is fitted on the fitting half and
 judged on the other, per question and setting: accuracy, ECE before → after, and the selective
 accuracy at the recommended threshold for ``--target`` precision.
 """
@@ -37,7 +37,8 @@ def split(rows: list[dict]) -> tuple[list[dict], list[dict]]:
 
 
 def record(r: dict) -> Record:
-    return Record(r["probabilities"], r["label"], f"*{KINDS[r['question']]}")
+    """Keyed as the engine looks a fit up: by kind, and apart for questions asked with examples."""
+    return Record(r["probabilities"], r["label"], f"*{KINDS[r['question']]}" + ("+examples" if r["shots"] else ""))
 
 
 def main() -> int:
@@ -54,6 +55,13 @@ def main() -> int:
     fit_rows, judge_rows = split(rows)
     shots = {int(s) for s in args.shots.split(",")}
     cal = Calibrator.fit([record(r) for r in fit_rows if r["shots"] in shots], min_records=10, target=args.target)
+    cal.temperatures["*"] = 1.0  # a kind nothing was fitted for is left as answered
+    for key in [k for k in cal.temperatures if k != "*"]:  # a fit that does not help on the judging half goes
+        recs = [record(r) for r in judge_rows if record(r).question_id == key]
+        if recs and metrics(cal.calibrate(recs)).ece > metrics(recs).ece:
+            print(f"dropped {key}: held-out ECE {metrics(recs).ece:.3f} -> {metrics(cal.calibrate(recs)).ece:.3f}")
+            del cal.temperatures[key]
+            cal.thresholds.pop(key, None)
     print(f"fitted on {sum(r['shots'] in shots for r in fit_rows)} answers; judged on {len(judge_rows)} others\n")
     print("| setting | question | n | T | accuracy | ECE before → after | threshold | selective accuracy (kept) |")
     print("|---|---|---|---|---|---|---|---|")
@@ -63,11 +71,12 @@ def main() -> int:
             if not recs:
                 continue
             b, a = metrics(recs), metrics(cal.calibrate(recs))
-            t = cal.threshold(f"*{KINDS[q]}")
+            key = recs[0].question_id
+            t = cal.threshold(key)
             sel = next((s for s in a.selective if t is not None and abs(s.threshold - t) < 1e-9), None)
             kept = f"{sel.accuracy:.0%} ({sel.coverage:.0%})" if sel and sel.accuracy is not None else "—"
             best = recommend_threshold(a, args.target)
-            print(f"| {k}-shot | {q} | {len(recs)} | {cal.temperature(f'*{KINDS[q]}'):.2f} | {b.accuracy:.0%} | "
+            print(f"| {k}-shot | {q} | {len(recs)} | {cal.temperature(key):.2f} | {b.accuracy:.0%} | "
                   f"{b.ece:.3f} → {a.ece:.3f} | {t if t is not None else '—'} (here: {best}) | {kept} |")
     if not args.no_write:
         SHIPPED.mkdir(exist_ok=True)

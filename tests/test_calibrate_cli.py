@@ -70,7 +70,7 @@ def test_a_calibrator_on_the_client_reaches_every_answer():
 
 def test_the_embedded_default_model_has_a_shipped_calibration_applied_by_default():
     cal = shipped("qwen2.5-coder-0.5b")
-    assert cal is not None and {"*choice", "*score", "*noul"} <= set(cal.temperatures)
+    assert cal is not None and {"*choice", "*choice+examples", "*noul", "*noul+examples"} <= set(cal.temperatures)
     client = SystemOneClient(Window(), model="qwen2.5-coder-0.5b")
     assert client.calibrator is not None and client.calibrator.temperatures == cal.temperatures
     assert SystemOneClient(Window(), model="gpt-x").calibrator is None  # nothing shipped: nothing applied
@@ -83,3 +83,13 @@ def test_records_keep_a_kind_fit_apart_from_a_question_fit():
     assert cal.key_for("team", "choice") == "team" and cal.key_for("other", "choice") == "*choice"
     assert cal.key_for("other", "noul") == "*"
     assert Record({"a": 0.5, "b": 0.5}, "a", "q").label == "a"
+
+
+def test_a_question_with_examples_takes_the_examples_fit():
+    from jev_shared import Example
+
+    cal = Calibrator({"*": 1.0, "*choice": 1.0, "*choice+examples": 0.5})
+    shots = [Example(state="refund me", answer="billing")]
+    zero = SystemOneClient(Window(), model="m", calibrator=cal).system_one("x", {"team": TEAM})
+    few = SystemOneClient(Window(), model="m", calibrator=cal).system_one("x", {"team": TEAM}, examples=shots)
+    assert few.answers["team"].probabilities["billing"] > zero.answers["team"].probabilities["billing"]
