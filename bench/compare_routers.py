@@ -170,7 +170,7 @@ def bare_call(base_url: str, model: str, meter: Meter) -> Contender:
 
     client = openai_client(base_url, meter)
     prep = prepare_question("route", Choice(instructions=INSTRUCTIONS, criteria=ROUTES), "logprobs")
-    aliases = aliases_for(prep.keys)  # the engine's default: option names (their aliases where they collide)
+    aliases = aliases_for(prep.keys, prep.descriptions)  # the engine's default: option names (their aliases where they collide)
     fmt, fold = AnswerFormat(symbols=aliases), name_fold(aliases)
     by_alias = dict(zip(aliases, prep.keys))
 

@@ -89,7 +89,21 @@ def _words(name: str) -> list[str]:
     return [w for w in _WORD_SPLIT.split(_CAMEL.sub(" ", name.strip())) if w] or [name.strip()]
 
 
-def aliases_for(names: Sequence[str]) -> tuple[str, ...]:
+def _described(aliases: tuple[str, ...], descriptions: Sequence[str]) -> tuple[str, ...]:
+    """Numbered names (``choice_1`` …) say nothing: answer with each description's first word of its
+    own (3+ letters, shared with no other description's first words), where every one has one."""
+    words = [[w.lower() for w in re.findall(r"[A-Za-z]{3,}", d)[:6]] for d in descriptions]
+    out = []
+    for i, ws in enumerate(words):
+        others = {w for j, o in enumerate(words) if j != i for w in o[:1]}
+        pick = next((w for w in ws if w not in others and w not in out), None)
+        if pick is None:
+            return aliases
+        out.append(pick)
+    return tuple(out) if not names_collide(out) else aliases
+
+
+def aliases_for(names: Sequence[str], descriptions: Sequence[str] = ()) -> tuple[str, ...]:
     """Short, distinct answer words for names that share a first word: what differs between them.
 
     Words every name shares at the front or back go (``sql_docs`` / ``sql_api`` → ``docs`` / ``api``,
@@ -110,7 +124,11 @@ def aliases_for(names: Sequence[str]) -> tuple[str, ...]:
             break
         words = [w[1:] if w[0].lower() in dup and len(w) > 1 else w for w in words]
     aliases = tuple("_".join(w) for w in words)
-    return aliases if len({a.lower() for a in aliases}) == len(aliases) else tuple(names)
+    if len({a.lower() for a in aliases}) < len(aliases):
+        return tuple(names)
+    if all(a.isdigit() for a in aliases) and len(descriptions) == len(aliases) and all(descriptions):
+        return _described(aliases, descriptions)
+    return aliases
 
 
 def name_fold(names: Sequence[str]) -> Fold:
@@ -163,7 +181,7 @@ FALLBACK_TRUST = 0.95
 def named_format(prep: Prepared) -> tuple[AnswerFormat, Fold]:
     """Answer with the option's own name (or its alias): keys for choice, digits for score, yes/no for noul."""
     if prep.kind == "choice":
-        aliases = aliases_for(prep.keys)
+        aliases = aliases_for(prep.keys, prep.descriptions)
         return AnswerFormat(symbols=aliases), name_fold(aliases)
     if prep.kind == "score":
         return AnswerFormat(symbols=prep.keys), digit_fold(len(prep.keys))

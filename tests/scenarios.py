@@ -27,10 +27,9 @@ MANY = Choice(instructions="Which topic is this ticket about?",
 ORDERS = Choice(instructions="What does the customer want?",
                 criteria={"order_status": "to know where the order is", "order_cancel": "to cancel the order",
                           "order_refund": "money back for the order"})
-#: LlamaIndex's numbered names: aliases 10..15 share the token "1", read on by a continuation call.
-NUMBERED = Choice(instructions="Which tool answers this ticket?",
-                  criteria={f"choice_{i}": d for i, d in zip(range(10, 16), (
-                      "billing questions", "bug reports", "sales and pricing", "shipping", "accounts", "other"))})
+#: Numbered names without descriptions: aliases 10..15 share the token "1", read on by a continuation call.
+NUMBERED = Choice(instructions="Which queue (10 billing, 11 bugs, 12 sales, 13 shipping, 14 accounts, 15 other)?",
+                  criteria={f"queue_{i}": "" for i in range(10, 16)})
 #: 40 options by name: one token, no JSON method.
 FORTY = Choice(instructions="Which department should handle this ticket?",
                criteria={w: "" for w in (

@@ -45,3 +45,10 @@ def test_the_chain_is_a_distribution_over_the_group():
     lps = chain(math.log(0.8), cond, {"sales": math.log(0.1)})
     assert math.exp(lps["billing"]) == pytest.approx(0.8 * 2 / 3)
     assert lps["sales"] == math.log(0.1)
+
+
+def test_numbered_names_answer_by_their_descriptions():
+    names = ["choice_1", "choice_2", "choice_3"]
+    assert aliases_for(names, ["charges and refunds", "bugs and crashes", "login problems"]) == (
+        "charges", "bugs", "login")
+    assert aliases_for(names, ["", "x", "y"]) == ("1", "2", "3")  # nothing to say: the numbers stay

@@ -35,7 +35,7 @@ def test_a_shared_prefix_is_read_on_with_the_prefix_prefilled(cassette):
     assert sum(answer.probabilities.values()) == pytest.approx(1.0)
     # the chain: the names the prefix starts share its probability by the continuation window
     window = {w["token"]: w["logprob"] for w in recorded_windows("names_continuation")[1]}
-    digits = {f"choice_1{d}": window.get(str(d)) for d in range(6)}
+    digits = {f"queue_1{d}": window.get(str(d)) for d in range(6)}
     seen = {k: v for k, v in digits.items() if v is not None}
     a, b = sorted(seen, key=seen.get, reverse=True)[:2]
     assert math.isclose(answer.probabilities[a] / answer.probabilities[b], math.exp(seen[a] - seen[b]), rel_tol=1e-6)
