@@ -294,19 +294,20 @@ class LocalServer:
             return [t if isinstance(t, int) else t["id"] for t in json.loads(r.read())["tokens"]]
 
 
-#: Threads per llama.cpp server on a machine this busy: measured on the 2-core test machine, 2 threads
-#: were 1.76x faster than 1 when idle (133 against 234 ms a decision) and 3-4x slower when another
-#: process held a core (a thread waits at each barrier for a descheduled peer). So: the cores nobody
-#: else is using, by the 1-minute load average at start, at least 1, at most 8.
+#: Threads per llama.cpp server on a machine this busy (docs/decisions.md). Measured on the 2-core test
+#: machine with Qwen 0.5B (bench/limit.py): at a load average of 1.0, 2 threads decided in 307 ms
+#: against 642 ms for 1; idle, 133 against 234 ms (issue 16); with both cores busy elsewhere, 2 threads
+#: were 3-4x slower than 1 (a thread waits at each barrier for a descheduled peer). So: every core
+#: until the load average says all are taken, then one fewer per busy core; at least 1, at most 8.
 MAX_THREADS = 8
 
 
 def threads_for_machine(cores: int | None = None, load: float | None = None) -> int:
-    """The cores that are free now (cores minus the rounded 1-minute load average), 1..MAX_THREADS."""
+    """cores − round(load) + 1 (one thread may share a core with one other job), 1..min(cores, MAX_THREADS)."""
     cores = cores or os.cpu_count() or 2
     if load is None:
         try:
             load = os.getloadavg()[0]
         except OSError:  # not on every platform
             load = 1.0
-    return max(1, min(MAX_THREADS, cores - int(load + 0.5)))
+    return max(1, min(MAX_THREADS, cores, cores - int(load + 0.5) + 1))
