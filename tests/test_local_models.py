@@ -167,7 +167,7 @@ def test_the_default_local_server_decides_colliding_names_zero_shot(qwen_server)
         "order_status": "to know where the order is", "order_cancel": "to cancel the order",
         "order_refund": "their money back"})}
     first = client.system_one("Please cancel my order, I do not want it any more.", orders)
-    again = client.system_one("Where is my parcel? It was due on Monday.", orders)
+    again = client.system_one("What is the status of my order? I want to know where the order is.", orders)
     assert first.usage.n_calls == 4 and again.usage.n_calls == 1  # the prior once, then one call
     assert first.debug["api"] == "chat_completions" and "status=order_status" in first.debug["labels_fallback"]["want"]
     assert first.answers["want"].choice == "order_cancel" and again.answers["want"].choice == "order_status"
