@@ -164,19 +164,21 @@ def openai_client(base_url: str, meter: Meter) -> Any:
 def bare_call(base_url: str, model: str, meter: Meter) -> Contender:
     """One raw chat.completions.create with the engine's own prompt and a one-token cap."""
     from jev_shared import Choice
-    from jev_shared.labels import name_fold
+    from jev_shared.labels import aliases_for, name_fold
     from jev_shared.prompt import AnswerFormat, render
     from jev_shared.questions import prepare_question
 
     client = openai_client(base_url, meter)
     prep = prepare_question("route", Choice(instructions=INSTRUCTIONS, criteria=ROUTES), "logprobs")
-    fmt, fold = AnswerFormat(symbols=prep.keys), name_fold(prep.keys)  # the engine's default: option names
+    aliases = aliases_for(prep.keys, prep.descriptions)  # the engine's default: option names (their aliases where they collide)
+    fmt, fold = AnswerFormat(symbols=aliases), name_fold(aliases)
+    by_alias = dict(zip(aliases, prep.keys))
 
     def decide(text: str) -> str:
         r = client.chat.completions.create(model=model, messages=render(prep, text, fmt=fmt), temperature=0,
                                            max_tokens=1, logprobs=True, top_logprobs=20)
         token = r.choices[0].message.content or ""
-        route = fold(token)
+        route = by_alias.get(fold(token) or "")
         if route not in ROUTES:
             raise Unusable(f"sampled {token!r}")
         return route
@@ -189,11 +191,11 @@ def load_examples() -> list[Any]:
     from jev_shared import Example
 
     rows = [json.loads(line) for line in EXAMPLES.read_text().splitlines() if line.strip()]
-    return [Example(state=r["text"], answer=r["label"]) for r in rows]
+    return [Example(state=r["text"], answer=RENAME.get(r["label"], r["label"])) for r in rows]
 
 
 def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: str, shots: bool = False,
-               debias: bool = False) -> Contender:
+               debias: bool | str = False, method: str = "logprobs") -> Contender:
     from langchain_core.runnables import RunnableLambda
 
     from jev_langchain import JevRouter
@@ -208,8 +210,10 @@ def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: st
             self.last = super().system_one(*args, **kwargs)
             return self.last
 
-    client = Recording(openai_client(base_url, meter), model=model, method="logprobs", mode=mode, labels=labels,
-                       debias=debias)
+    raw = openai_client(base_url, meter)
+    if debias == "auto":  # the engine's default on a LocalServer client: marked as LocalServer.client() marks it
+        raw.jev_surfaces, raw.jev_debias_zero_shot = ("chat_completions",), model == MODELS["qwen"]
+    client = Recording(raw, model=model, method=method, mode=mode, labels=labels, debias=debias)
     router = JevRouter(client, {name: (desc, RunnableLambda(lambda _x, n=name: n)) for name, desc in ROUTES.items()},
                        INSTRUCTIONS, examples=load_examples() if shots else None)
 
@@ -220,8 +224,9 @@ def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: st
             raise Unusable("no label in the logprob window")
         return route
 
-    label = (f"Jev router, {labels}" + (", debias" if debias else "") + (", mode=auto" if mode == "auto" else "")
-             + (", 6 examples" if shots else ""))
+    label = (f"Jev router, {labels}" + {True: ", debias", False: "", "auto": " (default)"}[debias]
+             + (", mode=auto" if mode == "auto" else "") + (", 6 examples" if shots else "")
+             + (f", method={method}" if method != "logprobs" else ""))
     return Contender(label, decide, f"JevRouter, method=logprobs, labels={labels}, debias={debias}, mode={mode}, "
                                     f"examples={len(load_examples()) if shots else 0}")
 
@@ -301,6 +306,11 @@ BUILDERS: dict[str, Callable[..., Contender]] = {
     "jev-letters": lambda b, m, meter: jev_router(b, m, meter, labels="letters", mode="system1"),
     "jev-names": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1"),
     "jev-debias": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1", debias=True),
+    # the engine's defaults on a LocalServer client (debias="auto": on for zero-shot on the embedded model)
+    "jev-default": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1", debias="auto"),
+    "jev-default-shots": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1", debias="auto",
+                                                        shots=True),
+    "jev-structured": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1", method="structured"),
     "jev-auto": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="auto"),
     # not in the default set: the others get no examples, so these rows are not like for like
     "jev-letters-shots": lambda b, m, meter: jev_router(b, m, meter, labels="letters", mode="system1", shots=True),
@@ -365,9 +375,26 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return float(sorted_values[int(rank) - 1])
 
 
+#: The bench's route name → its name in the option set run (``--set``; bench/sets.py).
+RENAME: dict[str, str] = {k: k for k in ROUTES}
+
+
+def use_set(which: str) -> None:
+    """Swap the routes for a variant of them (names that collide, 40+ options); items are relabelled."""
+    global ROUTES
+    sys.path.insert(0, str(ROOT / "bench"))
+    from sets import criteria_for
+
+    criteria, rename = criteria_for(ROUTES, which)
+    ROUTES = criteria
+    RENAME.clear()
+    RENAME.update(rename)
+
+
 def load_items(limit: int | None) -> list[dict[str, str]]:
     """The first ``limit`` items: the file cycles through the six routes, so a multiple of 6 is balanced."""
     rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    rows = [{**r, "label": RENAME.get(r["label"], r["label"])} for r in rows]
     return rows[:limit] if limit else rows
 
 
@@ -414,6 +441,7 @@ def run(model_key: str, keys: list[str], limit: int | None, warmup: int,
 
     items = load_items(limit)
     info = {"model": MODELS[model_key], "items": len(items), "routes": len(ROUTES), "dataset": DATA.name,
+            "route_names": list(ROUTES),
             "machine": machine(), "versions": versions(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     print(f"{info['model']}: {len(items)} items, {len(ROUTES)} routes; load {info['machine']['loadavg_start']}",
           flush=True)
@@ -562,7 +590,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None,
                         help="llama.cpp threads (default: the server's, min(4, cores)); 1 is steadier on a busy machine")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every decision")
+    parser.add_argument("--set", default="distinct", help="route names: distinct, collide, numbered, many (bench/sets.py)")
     args = parser.parse_args()
+    if args.set != "distinct":
+        use_set(args.set)
     if args.render:
         render_docs()
         return

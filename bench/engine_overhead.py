@@ -86,9 +86,9 @@ def main() -> None:
     with StubServer(args.latency_ms / 1000.0) as base_url:
         run(base_url, "stub", args.n, f"stub server, fixed latency {args.latency_ms:.0f} ms")
     if args.embedded:
-        from jev_shared.local import LocalServer
+        from jev_shared.local import WIRE_MODEL, LocalServer
 
-        with LocalServer() as srv:
+        with LocalServer(WIRE_MODEL) as srv:
             run(srv.base_url, srv.model, max(20, args.n // 4), f"embedded llama.cpp, {srv.model}")
 
 

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from stub_server import StubServer  # noqa: E402
 
 from jev_shared import AsyncSystemOneClient, Choice  # noqa: E402
-from jev_shared.local import LocalServer, free_port  # noqa: E402
+from jev_shared.local import WIRE_MODEL, LocalServer, free_port  # noqa: E402
 
 STATE = "My invoice was charged twice, please refund the duplicate payment."
 TEAM = Choice(instructions="Which team should handle this ticket?",
@@ -161,7 +161,7 @@ async def run_stub(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def run_local(args: argparse.Namespace) -> dict[str, Any]:
-    with LocalServer() as srv:  # direct: the engine against its own embedded server
+    with LocalServer(WIRE_MODEL) as srv:  # direct: the engine against its own embedded server
         gw_free = Gateway((srv.base_url, srv.model))
         with gw_free as gw:  # the gateway in front of the same server, so both read the same model
             direct, via = callers(srv.base_url, srv.model, gw)

@@ -90,11 +90,16 @@ class Result:
         return Record(self.probabilities, self.label, self.question)
 
 
+#: The routing question's names in the set run (``--set``, bench/sets.py): the data's label → the option's name.
+RENAME: dict[str, str] = {}
+
+
 def load_items(quick: bool) -> dict[str, list[Item]]:
     items = {}
     for qid in QUESTIONS:
         rows = [json.loads(line) for line in (DATA / f"{qid}.jsonl").read_text().splitlines() if line.strip()]
-        items[qid] = [Item(r["id"], r["text"], r["label"]) for r in rows][:: 5 if quick else 1]
+        items[qid] = [Item(r["id"], r["text"], RENAME.get(r["label"], r["label"]) if qid == "routing" else r["label"])
+                      for r in rows][:: 5 if quick else 1]
     return items
 
 
@@ -104,7 +109,8 @@ def load_examples() -> dict[str, list[Example]]:
     for line in (DATA / "examples.jsonl").read_text().splitlines():
         if line.strip():
             r = json.loads(line)
-            out.setdefault(r["question"], []).append(Example(state=r["text"], answer=r["label"]))
+            label = RENAME.get(r["label"], r["label"]) if r["question"] == "routing" else r["label"]
+            out.setdefault(r["question"], []).append(Example(state=r["text"], answer=label))
     return out
 
 
@@ -316,11 +322,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--debias", action="store_true",
                     help="debias=True: divide out the answer to content-free states (adds a 'debias' row variant)")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the server's)")
+    ap.add_argument("--set", default="distinct", help="routing names: distinct, collide, numbered, many (bench/sets.py)")
+    ap.add_argument("--questions", default=",".join(QUESTIONS), help="the questions to run, comma-separated")
     ap.add_argument("--out", type=Path, default=None, help="markdown file to update (full run: docs/quality.md)")
     ap.add_argument("--raw", type=Path, default=None, help="save every decision as JSON here")
     ap.add_argument("--from-raw", type=Path, nargs="+", default=None, help="render saved runs instead of running")
     args = ap.parse_args(argv)
-    args.variant = ", ".join(v for v in (args.variant, "debias" if args.debias else "") if v)
+    for qid in [q for q in QUESTIONS if q not in args.questions.split(",")]:
+        del QUESTIONS[qid]
+    if args.set != "distinct":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from sets import swap_routing
+
+        RENAME.update(swap_routing(QUESTIONS, args.set))
+    args.variant = ", ".join(v for v in (args.variant, "debias" if args.debias else "",
+                                         "" if args.set == "distinct" else f"{args.set} names") if v)
     out = args.out or (None if args.quick or args.from_raw else ROOT / "docs" / "quality.md")
 
     if args.from_raw:
@@ -356,7 +372,9 @@ def collect(args: argparse.Namespace) -> tuple[list[Result], dict[str, Any]]:
             print(f"skipping {model}: {exc}", file=sys.stderr)
             continue
         try:
-            client = SystemOneClient(srv.client(), model=srv.model, debias=args.debias, debug=False)
+            # as answered: no calibration applied (the shipped one is judged by scripts/fit_calibration.py)
+            client = SystemOneClient(srv.client(), model=srv.model, debias=args.debias or "auto", debug=False,
+                                     calibrator=None)
             for labels in args.labels.split(","):
                 for shots in (int(s) for s in args.shots.split(",")):
                     t = time.perf_counter()

@@ -19,14 +19,14 @@ def backend(async_client: bool = False) -> Iterator[tuple[Any, str, str]]:
         client = cls(base_url=os.environ.get("OPENAI_BASE_URL") or None)
         yield client, model, f"{model} at {os.environ.get('OPENAI_BASE_URL', 'api.openai.com')}"
         return
-    from jev_shared.local import DEFAULT_MODEL, DEMO_MODEL, LocalModelError, LocalServer
+    from jev_shared.local import DEMO_MODEL, WIRE_MODEL, LocalModelError, LocalServer
 
     model = os.environ.get("JEV_MODEL") or DEMO_MODEL
     try:
         server = LocalServer(model=model).start()
     except LocalModelError as exc:  # the capable model's parts are not installed: say so, use the small one
-        print(f"note: {exc}\nnote: falling back to {DEFAULT_MODEL}, whose decisions are near chance\n")
-        server = LocalServer(model=DEFAULT_MODEL).start()
+        print(f"note: {exc}\nnote: falling back to {WIRE_MODEL}, whose decisions are near chance\n")
+        server = LocalServer(model=WIRE_MODEL).start()
     with server as srv:
         client = srv.async_client() if async_client else srv.client()
         yield client, srv.model, f"{srv.model} on the embedded llama.cpp server (no API key set)"

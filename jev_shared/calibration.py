@@ -224,10 +224,21 @@ class Calibrator:
             raise ValueError("no fit report: this calibrator was not fitted here; use evaluate(records)")
         return self._report
 
+    def key_for(self, question_id: str | None, kind: str, examples: bool = False) -> str:
+        """The fit an answer uses: its question id's, else its kind's (``*choice+examples`` for a question
+        asked with examples, then ``*choice``; ``*score``, ``*noul`` alike, as a calibration shipped for a
+        model holds them), else the global one."""
+        if question_id and (question_id in self.temperatures or question_id in self.biases):
+            return question_id
+        for key in ((f"*{kind}+examples",) if examples else ()) + (f"*{kind}",):
+            if key in self.temperatures:
+                return key
+        return GLOBAL
+
     def apply(self, obj: SystemOneResponse | Answer, question_id: str | None = None) -> Any:
-        """A recalibrated copy: a response (each answer by its question id) or one answer."""
+        """A recalibrated copy: a response (each answer by its question id, else its kind) or one answer."""
         if isinstance(obj, SystemOneResponse):
-            answers = {qid: self.apply(a, qid) for qid, a in obj.answers.items()}
+            answers = {qid: self.apply(a, self.key_for(qid, a.type)) for qid, a in obj.answers.items()}
             return obj.model_copy(update={"answers": answers})
         if isinstance(obj, NoulAnswer):
             return obj.model_copy(update={"noul": self._temper(_probabilities(obj), question_id)["true"]})
@@ -243,6 +254,7 @@ class Calibrator:
 
     def gate(self, answer: Answer, question_id: str | None = None) -> bool:
         """True when the *calibrated* answer's top probability reaches the recommended threshold."""
+        question_id = self.key_for(question_id, answer.type)
         t = self.threshold(question_id)
         if t is None:
             return False
@@ -271,6 +283,25 @@ class Calibrator:
     @classmethod
     def load(cls, path: str | Path) -> Calibrator:
         return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+#: Calibrations fitted on this project's labelled data, one file per model (``calibrations/<model>.json``).
+SHIPPED = Path(__file__).resolve().parent / "calibrations"
+
+
+def shipped(model: str) -> Calibrator | None:
+    """The calibration shipped for ``model`` (the embedded default has one), or None."""
+    path = SHIPPED / f"{model}.json"
+    return Calibrator.load(path) if path.is_file() else None
+
+
+def resolve(calibrator: Calibrator | str | None, model: str) -> Calibrator | None:
+    """A client's ``calibrator=``: "auto" (the one shipped for the model, if any), None (off), or a Calibrator."""
+    if calibrator is None or isinstance(calibrator, Calibrator):
+        return calibrator
+    if calibrator == "auto":
+        return shipped(model)
+    raise ValueError(f"calibrator: must be 'auto', None or a Calibrator, got {calibrator!r}")
 
 
 def top_probability(answer: Answer) -> float:
@@ -305,9 +336,5 @@ def _report_from(d: Mapping[str, Any]) -> Report:
                   {k: _comparison_from(v) for k, v in d["per_question"].items()})
 
 
-__all__ = ["Calibrator", "Record", "Report", "Comparison", "Metrics", "Selective", "records_from", "metrics",
-           "fit_temperature", "fit_temperature_bias", "temper", "top_probability", "recommend_threshold"]
-
-
-__all__ = ["Calibrator", "Record", "Metrics", "Selective", "Comparison", "Report", "metrics", "recommend_threshold",
+__all__ = ["Calibrator", "shipped", "resolve", "Record", "Metrics", "Selective", "Comparison", "Report", "metrics", "recommend_threshold",
            "records_from", "temper", "fit_temperature", "fit_temperature_bias", "nll", "top_probability"]

@@ -11,12 +11,14 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import calibrate_cli
 from .gateway import commands
 
 Command = tuple[str, Callable[[Any], None], Callable[[argparse.Namespace], int]]
 COMMANDS: list[Command] = [
     ("serve", commands.add_serve, commands.run_serve),
     ("decide", commands.add_decide, commands.run_decide),
+    ("calibrate", calibrate_cli.add_calibrate, calibrate_cli.run_calibrate),
 ]
 
 

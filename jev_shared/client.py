@@ -7,18 +7,22 @@ refused, one flow per question built), run by the sync or async driver, and fini
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from . import drive, transport
+from . import calibration, drive, transport
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse
+from .calibration import Calibrator
 from .calls import Budget, Flow
 from .errors import ClientCapabilityError, InvalidQuestionError, UnsupportedMethodError
 from .flows import Ask, answer
 from .hosted import hosted_flow, refuse_llm_options, systemone_client
+from .layout import choose_layout
 from .memory import Memory
 from .methods import TOKEN_READOUT
 from .options import Examples, Options, check_timeout
@@ -38,6 +42,9 @@ class _Plan:
     budget: Budget
     started: float
     debug: bool
+    #: Requests in flight at once: 1 when layout="auto" shares the state (the next question must reach its slot).
+    concurrency: int = 8
+    layout: dict[str, Any] | None = None
 
 
 class _ClientCore:
@@ -45,9 +52,10 @@ class _ClientCore:
         self, client: Any, *, model: str, method: str = "auto", mode: str = "system1", auto_threshold: float = 0.7,
         api: str = "auto", confidence: str = "peak", top_logprobs: int = 20, max_concurrency: int = 8,
         n_retry_malformed: int = 1, thinking: bool | None = None, extra_body: dict[str, Any] | None = None,
-        layout: str = "state_last", labels: str = "names", missing: str = "zero", examples: Examples = None,
-        strict_labels: bool = False, debias: bool = False, normalize_probabilities: bool = True,
+        layout: str = "auto", labels: str = "names", missing: str = "zero", examples: Examples = None,
+        strict_labels: bool = False, debias: bool | str = "auto", normalize_probabilities: bool = True,
         structured_outputs: bool = True, max_retries: int = 3, timeout: float | None = None, debug: bool = False,
+        calibrator: Calibrator | str | None = "auto",
     ) -> None:
         self.options = Options(
             model=model, method=method, mode=mode, auto_threshold=auto_threshold, api=api, confidence=confidence,
@@ -56,11 +64,18 @@ class _ClientCore:
             examples=examples, strict_labels=strict_labels, debias=debias,
             normalize_probabilities=normalize_probabilities, structured_outputs=structured_outputs,
             max_retries=max_retries, timeout=timeout, debug=debug)
+        if self.options.debias == "auto" and getattr(client, "jev_debias_zero_shot", None) is not True:
+            self.options = dataclasses.replace(self.options, debias=False)  # measured only where the client says
         if client is None and api == "systemone":
             client = systemone_client()
         self._speaks = speaks(client)
         _check_client(client, api, self._speaks)
+        tokenize = getattr(client, "jev_tokenize", None)
+        self._tokenize = tokenize if inspect.ismethod(tokenize) or inspect.isfunction(tokenize) else None
         self.client = _plain_client(client)
+        #: Applied to every answer: "auto" is the calibration shipped for the model (the embedded default
+        #: has one), None none; the router, gate, guard and selectors take it through this client.
+        self.calibrator = None if self.options.hosted else calibration.resolve(calibrator, model)
         #: The transport's retry and backoff (tests and tools may tune it).
         self.retry_policy = self.options.retry_policy
         self._memory = Memory()
@@ -80,7 +95,7 @@ class _ClientCore:
         """Everything checked before any request: options, state, questions, and what the surface can carry."""
         opts = self.options.for_call(method, mode, labels)
         check_timeout(timeout, InvalidQuestionError)
-        preps = prepare_questions(state, questions, opts.method, opts.examples, examples)
+        preps = prepare_questions(state, questions, opts.method, opts.examples, examples, opts.labels)
         self._refuse_what_the_surface_cannot_carry(opts, examples)
         debug = opts.debug if debug is None else debug
         budget = Budget.of(opts.timeout if timeout is None else timeout)
@@ -88,9 +103,18 @@ class _ClientCore:
         if opts.hosted:
             flows: list[Flow[Any]] = [hosted_flow(opts, preps, state, records[0])]
             return _Plan(preps, flows, records, False, budget, time.perf_counter(), debug)
+        opts, concurrency, why = self._resolve_layout(opts, preps, state)
         flows = [answer(Ask(p, state, opts, self._memory, self._speaks, r)) for p, r in zip(preps, records)]
         scout = self._memory.needs_scout(opts.model, opts.api, self._speaks, len(preps))
-        return _Plan(preps, flows, records, scout, budget, time.perf_counter(), debug)
+        return _Plan(preps, flows, records, scout, budget, time.perf_counter(), debug, concurrency, why)
+
+    def _resolve_layout(self, opts: Options, preps: list[Prepared], state: Any) -> tuple[Options, int, Any]:
+        """layout="auto": state_last, or split with the questions in turn when that reads fewer tokens."""
+        if opts.layout != "auto":
+            return opts, opts.max_concurrency, None
+        layout, why = choose_layout(preps, state, self._tokenize)
+        concurrency = 1 if layout == "split" else opts.max_concurrency
+        return dataclasses.replace(opts, layout=layout), concurrency, why
 
     def _refuse_what_the_surface_cannot_carry(self, opts: Options, examples: Any) -> None:
         if opts.hosted:
@@ -117,8 +141,16 @@ class _ClientCore:
         if error is not None:
             raise error
         self._memory.mark_scouted(self.options.model)
-        return assemble(self.options.model, plan.preps, outcomes, records, server_limits=self._memory.limits(
+        resp = assemble(self.options.model, plan.preps, outcomes, records, server_limits=self._memory.limits(
             self.options.model), started=plan.started, debug=plan.debug)
+        if plan.layout and plan.layout.get("layout"):
+            resp.debug["layout"] = plan.layout
+        if self.calibrator is not None:
+            cal = self.calibrator
+            answers = {p.id: cal.apply(resp.answers[p.id], cal.key_for(p.id, p.kind, bool(p.examples)))
+                       for p in plan.preps}
+            resp = resp.model_copy(update={"answers": answers, "debug": {**(resp.debug or {}), "calibrated": True}})
+        return resp
 
 
 class SystemOneClient(_ClientCore):
@@ -137,7 +169,7 @@ class SystemOneClient(_ClientCore):
         send = partial(transport.send, self.client, policy=self.retry_policy, budget=plan.budget)
         jobs = [partial(drive.drive, flow, send) for flow in plan.flows]
         return self._finish(plan, drive.run_threads(jobs, scout=plan.scout, budget=plan.budget,
-                                                    max_concurrency=self.options.max_concurrency))
+                                                    max_concurrency=plan.concurrency))
 
     def choice(self, state: Any, instructions: str, criteria: Mapping[str, str], **kw: Any) -> ChoiceAnswer:
         return _only(self.system_one(state, *_single("choice", instructions, criteria), **kw))  # type: ignore[return-value]
@@ -160,7 +192,7 @@ class AsyncSystemOneClient(_ClientCore):
 
         plan = self._plan(state, questions, method=method, mode=mode, labels=labels, examples=examples,
                           timeout=timeout, debug=debug)
-        sem = asyncio.Semaphore(self.options.max_concurrency)
+        sem = asyncio.Semaphore(plan.concurrency)
         send = partial(transport.asend, self.client, policy=self.retry_policy, budget=plan.budget)
         jobs = [partial(drive.adrive, flow, send, sem) for flow in plan.flows]
         return self._finish(plan, await drive.run_tasks(jobs, scout=plan.scout, budget=plan.budget))

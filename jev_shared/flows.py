@@ -20,16 +20,17 @@ from typing import Any, TypeVar
 
 from .answers import Answer, answer_confidence, build_answer
 from .calls import Call, Flow, Reply
+from .continuation import chain, conditional, window_of
 from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError, MalformedAnswerError, ProviderError
 from .faults import READOUT_FIELDS, cannot_carry, logprobs_value_complaint, refused_field, route_missing, sent_fields
 from .json_readout import parse_object, read_json, strip_think
-from .labels import LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, style_for
+from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, names_starting, style_for
 from .memory import Memory
 from .methods import TOKEN_READOUT, answer_format, example_json, request_fields
 from .options import Options
 from .prompt import render, symbols_of
 from .questions import MAX_SINGLE_TOKEN_LABELS, Prepared
-from .readout import divide_prior, read_labels
+from .readout import Readout, divide_prior, humble, read_labels, softmax_labels
 from .record import Record
 from .surfaces import (
     CHAT,
@@ -95,7 +96,8 @@ def system1(ask: Ask) -> Flow[list[float]]:
             return (yield from token_pass(ask, method))
         return (yield from json_pass(ask, method))
     key = (ask.model, ask.surface("logprobs"))
-    if len(ask.prep.keys) > MAX_SINGLE_TOKEN_LABELS or key[1] == MESSAGES or ask.memory.answers_with_structured(key):
+    letters_only = ask.options.labels == "letters" and len(ask.prep.keys) > MAX_SINGLE_TOKEN_LABELS
+    if letters_only or key[1] == MESSAGES or ask.memory.answers_with_structured(key):
         return (yield from json_pass(ask, "structured"))
     try:
         probs = yield from token_pass(ask, "logprobs")
@@ -133,7 +135,8 @@ def token_pass(ask: Ask, method: str) -> Flow[list[float]]:
 
 
 def label_pass(ask: Ask, method: str, surface: str) -> Flow[list[float]]:
-    """Names where they tell the options apart, letters where the first token is ambiguous."""
+    """Names (or aliases); a shared prefix read on where the surface takes a prefill, letters (at most
+    26 options) or structured (more) as the last resort."""
     ask.record.methods.append(method)
     style = style_for(ask.prep, ask.options.labels)
     if style.note:
@@ -141,6 +144,9 @@ def label_pass(ask: Ask, method: str, surface: str) -> Flow[list[float]]:
     try:
         return (yield from read_tokens(ask, method, style, surface))
     except AmbiguousNamesError as exc:
+        if len(ask.prep.keys) > MAX_SINGLE_TOKEN_LABELS:
+            ask.record.labels_note = f"{exc}; answered with structured"
+            return (yield from json_pass(ask, "structured"))
         ask.record.labels_note = f"{exc}; re-asked with letters"
         return (yield from read_tokens(ask, method, LETTERS_FALLBACK, surface))
 
@@ -170,15 +176,36 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
     repair = f"Reply with exactly one of these labels and nothing else: {', '.join(symbols)}."
     messages = render(prep, ask.state, layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
     fields, extra = request_fields(method, prep, opts.method_config, symbols)
-    _, ro = yield from ask_until_read(ask, surface, messages, fields, extra, read, repairable, repair)
+    try:
+        _, ro = yield from ask_until_read(ask, surface, messages, fields, extra, read, repairable, repair)
+    except AmbiguousNamesError as exc:
+        if not (style.named_choice and surface == CHAT):  # a prefill is a Chat Completions message
+            raise
+        ro = yield from continue_read(ask, surface, messages, fields, extra, symbols, exc)
     rec.readout = ro.debug()
     rec.note("readout", rec.readout)
-    if not opts.debias:
+    if style.fallback:
+        ro.probs = humble(ro.probs, FALLBACK_TRUST)
+        rec.readout["fallback_trust"] = FALLBACK_TRUST
+    if not (opts.debias is True or (opts.debias == "auto" and not prep.examples)):
         return ro.probs
     prior = yield from content_free_prior(ask, method, style, surface)
     rec.prior = dict(zip(symbols, prior))
     rec.readout["prior"] = rec.prior
     return divide_prior(ro.probs, prior)
+
+
+def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
+                  symbols: tuple[str, ...], exc: AmbiguousNamesError) -> Flow[Readout]:
+    """One more one-token call with the shared prefix already answered: P(name) = P(prefix)·P(rest | prefix)."""
+    group = names_starting(exc.token, symbols)
+    prefill = messages + [{"role": "assistant", "content": exc.token}]
+    parsed = yield from call(ask, surface, prefill, fields, extra)
+    cond = conditional(exc.token, group, window_of(parsed.logprobs, parsed.content))
+    ro = softmax_labels(symbols, chain(exc.logprob, cond, exc.best), exc.returned, "floor", exc.token, "logprobs")
+    ro.source = "logprobs+continuation"
+    ask.record.note("continuation", {"prefix": exc.token, "group": group, "conditional": cond})
+    return ro
 
 
 def content_free_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float]]:
@@ -195,8 +222,11 @@ def content_free_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -
         messages = render(prep, state, layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
         fields, extra = request_fields(method, prep, opts.method_config, symbols)
         parsed = yield from call(ask, surface, messages, fields, extra)
-        rows.append(read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",
-                                method=method, fold=style.fold).probs)
+        try:
+            rows.append(read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",
+                                    method=method, fold=style.fold).probs)
+        except AmbiguousNamesError as exc:  # a prior needs no continuation: the names it told apart
+            rows.append(softmax_labels(symbols, exc.best, exc.returned, "floor", exc.token, method).probs)
     prior = [sum(col) / len(rows) for col in zip(*rows)]
     ask.memory.store_prior(key, prior)
     return prior

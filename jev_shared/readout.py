@@ -112,13 +112,13 @@ def read_labels(
     best, returned = _fold_window([{"token": sampled, "logprob": sampled_lp}, *window], fold)
     if not best:
         return Readout([1.0 / len(labels)] * len(labels), list(labels), True, False, sampled, {}, method)
-    return _softmax(labels, best, returned, missing, sampled, method)
+    return softmax_labels(labels, best, returned, missing, sampled, method)
 
 
 def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], list[float]]:
     """(the best logprob of each label, every logprob returned); an ambiguous first token raises."""
     best: dict[str, float] = {}
-    ambiguous = -math.inf
+    ambiguous, ambiguous_token = -math.inf, ""
     returned: list[float] = []
     for cand in candidates:
         lp = _get(cand, "logprob")
@@ -130,18 +130,19 @@ def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], l
         returned.append(lp)
         label = fold(str(_get(cand, "token") or ""))
         if label == AMBIGUOUS:
-            ambiguous = max(ambiguous, lp)
+            if lp > ambiguous:
+                ambiguous, ambiguous_token = lp, str(_get(cand, "token") or "")
         elif label is not None and (label not in best or lp > best[label]):
             best[label] = lp  # -inf included: a label reported at -inf is a reported zero, not a missing one
     if ambiguous > max(best.values(), default=-math.inf):
         raise AmbiguousNamesError(
-            "the most likely first token starts more than one option name, so it tells them apart no better than noise"
-        )
+            f"the most likely first token {ambiguous_token!r} starts more than one option name",
+            token=ambiguous_token, logprob=ambiguous, best=best, returned=returned)
     return best, returned
 
 
-def _softmax(labels: Sequence[str], best: dict[str, float], returned: list[float], missing: Missing,
-             sampled: str, method: str) -> Readout:
+def softmax_labels(labels: Sequence[str], best: dict[str, float], returned: list[float], missing: Missing,
+                   sampled: str, method: str) -> Readout:
     """Softmax over the labels only; a label outside the window is 0, or floored at the lowest logprob."""
     missing_labels = [lab for lab in labels if lab not in best]
     truncated = False
@@ -157,6 +158,12 @@ def _softmax(labels: Sequence[str], best: dict[str, float], returned: list[float
     weights = [math.exp(lps[lab] - top) if lab in lps else 0.0 for lab in labels]
     total = sum(weights)
     return Readout([w / total for w in weights], missing_labels, False, truncated, sampled, best, method)
+
+
+def humble(probs: Sequence[float], trust: float) -> list[float]:
+    """A fallback read mixed with uniform, so its peak confidence, (n·p − 1)/(n − 1), never exceeds ``trust``."""
+    n = len(probs)
+    return [trust * p + (1.0 - trust) / n for p in probs] if n > 1 else list(probs)
 
 
 def divide_prior(probs: Sequence[float], prior: Sequence[float]) -> list[float]:

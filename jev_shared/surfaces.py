@@ -45,8 +45,16 @@ def has_path(client: Any, surface: str) -> bool:
 
 
 def speaks(client: Any) -> tuple[str, ...]:
-    """The per-question surfaces a client has, in the api="auto" preference order."""
-    return tuple(s for s in PER_QUESTION if has_path(client, s))
+    """The per-question surfaces a client has, in the api="auto" preference order.
+
+    A client that says which surfaces to use (``client.jev_surfaces``, set by ``LocalServer.client()``)
+    is taken at its word, so api="auto" pays for no discovery (no Responses try, no scout)."""
+    spoken = tuple(s for s in PER_QUESTION if has_path(client, s))
+    hint = getattr(client, "jev_surfaces", None)
+    if isinstance(hint, (tuple, list)):
+        named = tuple(s for s in spoken if s in hint)
+        return named or spoken
+    return spoken
 
 
 @dataclass

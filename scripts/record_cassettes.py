@@ -1,6 +1,6 @@
 """Record vcrpy cassettes into cassettes/ from the embedded server, or any OpenAI-compatible endpoint.
 
-    python scripts/record_cassettes.py                 # the embedded llama.cpp server (SmolLM2)
+    python scripts/record_cassettes.py                 # the embedded llama.cpp server (SmolLM2, by name)
     JEV_RECORD_BASE_URL=https://... JEV_RECORD_API_KEY=... JEV_RECORD_MODEL=... \
         python scripts/record_cassettes.py --prefix myprovider_
 
@@ -59,9 +59,9 @@ def endpoint() -> Iterator[tuple[Any, str, str]]:
         client = openai.OpenAI(base_url=base, api_key=os.environ.get("JEV_RECORD_API_KEY", "none"))
         yield client, os.environ["JEV_RECORD_MODEL"], base.split("//")[-1].split("/")[0]
         return
-    from jev_shared.local import LocalServer
+    from jev_shared.local import WIRE_MODEL, LocalServer
 
-    with LocalServer() as srv:
+    with LocalServer(WIRE_MODEL) as srv:  # the fast wire model, by name (LocalServer() is Qwen)
         yield srv.client(), srv.model, "embedded llama.cpp (xllamacpp)"
 
 

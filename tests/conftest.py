@@ -11,10 +11,10 @@ CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
 
 @pytest.fixture(scope="session")
 def local_server():
-    """The embedded SmolLM2 server, started once per test session (about half a second)."""
-    from jev_shared.local import LocalServer
+    """The embedded SmolLM2 server (asked for by name: LocalServer() is Qwen), once per session (about half a second)."""
+    from jev_shared.local import WIRE_MODEL, LocalServer
 
-    with LocalServer() as srv:
+    with LocalServer(WIRE_MODEL) as srv:
         yield srv
 
 

@@ -23,6 +23,20 @@ CHATTY = Choice(instructions="Say hello first, then pick the team.",
                 criteria={"billing": "Invoices", "technical": "Bugs", "sales": "Pricing"})
 MANY = Choice(instructions="Which topic is this ticket about?",
               criteria={f"topic_{i:02d}": f"Topic number {i}" for i in range(26)})
+#: Names that share a first word: answered by what differs (status, cancel, refund).
+ORDERS = Choice(instructions="What does the customer want?",
+                criteria={"order_status": "to know where the order is", "order_cancel": "to cancel the order",
+                          "order_refund": "money back for the order"})
+#: Numbered names without descriptions: aliases 10..15 share the token "1", read on by a continuation call.
+NUMBERED = Choice(instructions="Which queue (10 billing, 11 bugs, 12 sales, 13 shipping, 14 accounts, 15 other)?",
+                  criteria={f"queue_{i}": "" for i in range(10, 16)})
+#: 40 options by name: one token, no JSON method.
+FORTY = Choice(instructions="Which department should handle this ticket?",
+               criteria={w: "" for w in (
+                   "billing technical sales shipping account legal finance marketing research training design "
+                   "product security quality events catering travel facilities payroll tax treasury audit risk "
+                   "archives library wellbeing fleet reception localisation community partnerships procurement "
+                   "translation communications investors sustainability mailroom printing analytics support").split()})
 
 
 def scenarios(client: Any, model: str) -> dict[str, Callable[[], Any]]:
@@ -40,6 +54,9 @@ def scenarios(client: Any, model: str) -> dict[str, Callable[[], Any]]:
             TICKET, {"team": TEAM, "urgency": URGENCY, "spam": SPAM}),
         "logprobs_names": lambda: engine(method="logprobs", labels="names").system_one(
             TICKET, {"team": TEAM, "urgency": URGENCY, "spam": SPAM}),
+        "names_collide": lambda: engine(method="logprobs", labels="names").system_one(TICKET, {"want": ORDERS}),
+        "names_continuation": lambda: engine(method="logprobs", labels="names").system_one(TICKET, {"tool": NUMBERED}),
+        "names_forty": lambda: engine(method="logprobs", labels="names").system_one(TICKET, {"dept": FORTY}),
         "logprobs_debias": lambda: engine(method="logprobs", labels="names", debias=True).system_one(
             TICKET, {"team": TEAM, "spam": SPAM}),
         "grammar_choice": lambda: engine(method="grammar").system_one(TICKET, {"team": TEAM}),

@@ -42,13 +42,41 @@ def test_a_missing_name_is_floored_not_read_as_zero():
     assert answer.probabilities["technical"] > 0 and resp.debug["truncated"] == ["team"]
 
 
-def test_an_ambiguous_first_token_re_asks_with_letters():
+def test_a_shared_prefix_is_read_on_by_a_continuation_call():
+    """"bill" starts both names: a second one-token call with "bill" prefilled reads the rest."""
     q = Choice(instructions="Which?", criteria={"billing": "", "bills": ""})
-    fake = FixedWindow([("bill", -0.1), ("x", -3.0)], [("B", -0.2), ("A", -2.0)])
+    fake = FixedWindow([("bill", -0.1), ("x", -3.0)], [("s", -0.2), ("ing", -2.0)])
     resp = SystemOneClient(fake, model="m", labels="names").system_one("x", {"q": q})
-    assert resp.answers["q"].choice == "bills"
-    assert "re-asked with letters" in resp.debug["labels_fallback"]["q"]
-    assert "(A, B)" in fake.requests[1]["messages"][0]["content"]
+    answer = resp.answers["q"]
+    assert answer.choice == "bills" and resp.usage.n_calls == 2
+    assert fake.requests[1]["messages"][-1] == {"role": "assistant", "content": "bill"}
+    assert fake.requests[1]["max_tokens"] == 1
+    ratio = math.exp(-0.2) / math.exp(-2.0)  # P(bill)·P(s|bill) against P(bill)·P(ing|bill)
+    assert math.isclose(answer.probabilities["bills"] / answer.probabilities["billing"], ratio, rel_tol=1e-6)
+    assert math.isclose(sum(answer.probabilities.values()), 1.0)
+
+
+def test_names_sharing_a_first_word_are_answered_by_what_differs():
+    q = Choice(instructions="Which?", criteria={"order_status": "Where is my order", "order_cancel": "Cancel it",
+                                                "refund": "Money back"})
+    fake = FixedWindow([("cancel", -0.1), ("status", -2.5), ("ref", -3.0)])
+    resp = SystemOneClient(fake, model="m", labels="names").system_one("x", {"q": q})
+    assert resp.answers["q"].choice == "order_cancel" and resp.usage.n_calls == 1
+    system = fake.requests[0]["messages"][0]["content"]
+    assert "status: Where is my order" in system and "cancel: Cancel it" in system and "order_status" not in system
+    assert resp.answers["q"].probabilities["refund"] > 0
+
+
+def test_forty_options_are_read_by_name_in_one_token():
+    q = Choice(instructions="Which?", criteria={f"{w}": "" for w in (
+        "apple banana cherry date elder fig grape honeydew iris jasmine kale lemon mango nectar olive "
+        "peach quince radish spinach tomato ugli vanilla walnut xigua yam zucchini acorn basil chive dill "
+        "endive fennel garlic hazel ivy juniper kiwi leek mint oat").split()})
+    fake = FixedWindow([("mint", -0.2), ("leek", -2.0), ("The", -3.0)])
+    resp = SystemOneClient(fake, model="m").system_one("x", {"q": q})
+    answer = resp.answers["q"]
+    assert answer.choice == "mint" and resp.usage.n_calls == 1 and len(answer.probabilities) == 40
+    assert resp.method_of("q") == "logprobs" and fake.requests[0]["max_tokens"] == 1
 
 
 def test_letters_keep_missing_labels_at_zero():
@@ -145,3 +173,62 @@ def test_a_failing_scout_question_stops_the_call_before_the_others_are_sent(run_
         else:
             SystemOneClient(fake, model="m", method="logprobs").system_one("x", questions)
     assert fake.calls == 1  # api="auto" on a new model: question a goes first, alone
+
+
+def test_layout_auto_shares_a_long_state_and_asks_the_questions_in_turn():
+    from jev_shared import Noul
+
+    questions = {"team": TEAM, "spam": Noul(instructions="This is spam.")}
+    long_state = "The customer wrote a long message. " * 120
+    fake = FixedWindow([("billing", -0.1), ("yes", -0.2)])
+    client = SystemOneClient(fake, model="m", debug=True)
+    resp = client.system_one(long_state, questions)
+    assert resp.debug["layout"]["layout"] == "split"
+    assert resp.debug["layout"]["tokens_split"] < resp.debug["layout"]["tokens_state_last"]
+    for req in fake.requests:  # shared rules, then the state, then the question: one prefix for both
+        system, state, question = req["messages"]
+        assert "Question" not in system["content"] and "Statement" not in system["content"]
+        assert state["content"].startswith("State (data") and "<state>" in state["content"]
+        assert question["content"].split(":")[0] in ("Question", "Statement")
+    assert fake.requests[0]["messages"][:2] == fake.requests[1]["messages"][:2]
+    assert client._plan(long_state, questions, method=None, mode=None, labels=None, examples=None, timeout=None,
+                        debug=None).concurrency == 1  # the second question must reach the slot holding the state
+    short = FixedWindow([("billing", -0.1), ("yes", -0.2)])
+    resp = SystemOneClient(short, model="m", debug=True).system_one("I was charged twice", questions)
+    assert resp.debug["layout"]["layout"] == "state_last"
+    assert all("Question" in r["messages"][0]["content"] or "Statement" in r["messages"][0]["content"]
+               for r in short.requests)
+
+
+def test_layout_auto_asks_the_tokenizer_when_the_estimate_is_close():
+    counted: list[str] = []
+
+    class Counting(FixedWindow):
+        def jev_tokenize(self, text):
+            counted.append(text)
+            return text.split()
+
+    from jev_shared import Noul
+
+    questions = {"team": TEAM, "spam": Noul(instructions="This is spam.")}
+    resp = SystemOneClient(Counting([("billing", -0.1), ("yes", -0.5)]), model="m", debug=True).system_one("word " * 40, questions)
+    assert resp.debug["layout"]["counted"] == "tokenizer" and counted
+
+
+def test_debias_auto_is_on_for_zero_shot_where_the_client_says_it_was_measured():
+    from jev_shared import Example
+
+    class Measured(FixedWindow):
+        jev_debias_zero_shot = True
+
+    fake = Measured([("billing", -0.1), ("sales", -1.0)])
+    resp = SystemOneClient(fake, model="m", debug=True).system_one("I was charged twice", {"team": TEAM})
+    states = [r["messages"][-1]["content"] for r in fake.requests]
+    assert resp.usage.n_calls == 4 and "team" in resp.debug["priors"]  # the answer, then N/A, "" and [MASK]
+    assert "N/A" in states[1] and "[MASK]" in states[3]
+    shots = Measured([("billing", -0.1), ("sales", -1.0)])
+    SystemOneClient(shots, model="m").system_one("x", {"team": TEAM}, examples=[Example(state="s", answer="sales")])
+    assert len(shots.requests) == 1  # examples already remove the lean: no prior
+    plain = FixedWindow([("billing", -0.1), ("sales", -1.0)])
+    SystemOneClient(plain, model="m").system_one("x", {"team": TEAM})
+    assert len(plain.requests) == 1  # a client nobody measured: off

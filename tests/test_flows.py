@@ -22,6 +22,7 @@ SPEAKS = ("responses", "chat_completions")
 
 def ask(memory: Memory | None = None, **options) -> Ask:
     prep = prepare_question("team", TEAM, options.get("method", "auto"))
+    options.setdefault("debias", False)  # the client resolves "auto"; a flow driven by hand sets it
     return Ask(prep, "I was charged twice", Options(model="m", **options), memory or Memory(), SPEAKS, Record(True))
 
 

@@ -38,11 +38,22 @@ def assert_distribution(answer):
     assert sum(probs) == pytest.approx(1.0) and all(0 <= p <= 1 for p in probs)
 
 
-def test_three_question_types_answer_in_order(local_client):
-    """api='auto' tries Responses first; llama.cpp refuses logprobs there. The first question scouts
-    alone and moves to Chat Completions; the other two follow it there; the client remembers it."""
-    first = local_client.system_one(TICKET, QUESTIONS)
+def test_a_client_of_unknown_surface_scouts_then_moves(local_server):
+    """api='auto' on a plain client tries Responses first; llama.cpp refuses logprobs there. The first
+    question scouts alone and moves to Chat Completions; the other two follow it there."""
+    import openai
+
+    plain = openai.OpenAI(base_url=local_server.base_url, api_key="local")  # no LocalServer mark
+    first = SystemOneClient(plain, model=local_server.model).system_one(TICKET, QUESTIONS)
     assert first.usage.n_calls == 4 and first.debug["api"] == "chat_completions"
+
+
+def test_three_question_types_answer_in_order(local_client):
+    """A LocalServer client says its surface: the first call pays for no discovery (3 questions, 3 calls)."""
+    first = local_client.system_one(TICKET, QUESTIONS, debug=True)
+    assert first.usage.n_calls == 3 and first.debug["api"] == "chat_completions"
+    paths = [a["kind"] for q in first.debug["questions"].values() for a in q["attempts"]]
+    assert paths.count("request") == 3
     resp = local_client.system_one(TICKET, QUESTIONS)
     assert list(resp.answers) == ["team", "urgency", "spam"]
     for answer in resp.answers.values():
@@ -148,12 +159,18 @@ def test_debias_asks_the_content_free_prior_once_per_prompt(local_server):
 
 
 def test_the_async_client_scouts_the_surface_with_one_question(local_server):
-    async def main():
-        client = AsyncSystemOneClient(local_server.async_client(), model=local_server.model)
-        return await client.system_one(TICKET, QUESTIONS), await client.system_one(TICKET, QUESTIONS)
+    import openai
 
-    first, second = asyncio.run(main())
+    async def main():
+        plain = openai.AsyncOpenAI(base_url=local_server.base_url, api_key="local")  # no LocalServer mark
+        client = AsyncSystemOneClient(plain, model=local_server.model)
+        known = AsyncSystemOneClient(local_server.async_client(), model=local_server.model)
+        return (await client.system_one(TICKET, QUESTIONS), await client.system_one(TICKET, QUESTIONS),
+                await known.system_one(TICKET, QUESTIONS))
+
+    first, second, known = asyncio.run(main())
     assert first.usage.n_calls == 4 and second.usage.n_calls == 3  # one Responses try, not three
+    assert known.usage.n_calls == 3  # a LocalServer client: no try at all
     assert first.debug["apis"] == second.debug["apis"] == dict.fromkeys(QUESTIONS, "chat_completions")
 
 

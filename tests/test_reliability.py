@@ -86,14 +86,36 @@ def test_every_json_prompt_lists_the_options_and_carries_the_schema(method):
 
 # 3. a letters fallback never claims certainty the window does not hold -------------------------------
 
-def test_colliding_names_fall_back_to_letters_with_the_floor():
+def test_colliding_names_are_answered_by_what_differs_and_floored():
     sql = Choice(instructions="Which source?", criteria={"sql_docs": "", "sql_api": "", "web": ""})
-    fake = Scripted(reply([("A", -2.3), ("The", -0.4), ("You", -1.2), ("I", -3.0)]))
+    fake = Scripted(reply([("docs", -2.3), ("The", -0.4), ("You", -1.2), ("I", -3.0)]))
     resp = SystemOneClient(fake, model="m", debug=True).system_one("x", {"src": sql})
     answer = resp.answers["src"]
-    assert resp.debug["labels"] == {"src": "letters"}
-    assert answer.probabilities["sql_docs"] < 0.99 and answer.confidence < 0.99
+    assert resp.debug["labels"] == {"src": "names"} and "docs=sql_docs" in resp.debug["labels_fallback"]["src"]
+    assert answer.choice == "sql_docs" and answer.confidence < 0.99
     assert resp.debug["truncated"] == ["src"]
+
+
+def test_a_letters_fallback_never_claims_certainty():
+    """A window sure of one letter still gives a fallback read at most FALLBACK_TRUST confidence."""
+    from jev_shared.answers import confidence
+    from jev_shared.calls import Reply
+    from jev_shared.flows import Ask, read_tokens
+    from jev_shared.labels import FALLBACK_TRUST, LETTERS_FALLBACK
+    from jev_shared.memory import Memory
+    from jev_shared.options import Options
+    from jev_shared.questions import prepare_question
+    from jev_shared.record import Record
+
+    prep = prepare_question("src", Choice(instructions="?", criteria={"a1": "", "a2": "", "b": ""}), "logprobs")
+    ask = Ask(prep, "x", Options(model="m", debias=False), Memory(), ("chat_completions",), Record(False))
+    flow = read_tokens(ask, "logprobs", LETTERS_FALLBACK, "chat_completions")
+    request = next(flow)
+    assert "(A, B, C)" in request.kwargs["messages"][0]["content"]
+    with pytest.raises(StopIteration) as done:
+        flow.send(Reply(reply([("A", -1e-6), ("B", -14.0), ("C", -15.0)]), 0.0))
+    probs = done.value.value
+    assert sum(probs) == pytest.approx(1.0) and confidence(probs, "peak") <= FALLBACK_TRUST + 1e-9
 
 
 # 4. a malformed 200 is a ProviderError, never a raw exception ----------------------------------------

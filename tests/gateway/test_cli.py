@@ -90,6 +90,7 @@ def test_serve_answers_and_logs_json_lines(stub):
 
 
 @pytest.mark.live
+@pytest.mark.qwen
 def test_serve_without_a_backend_starts_the_embedded_model():
     proc, url = start_serve()
     try:
@@ -100,4 +101,4 @@ def test_serve_without_a_backend_starts_the_embedded_model():
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=30)
-    assert "embedded model smollm2-135m" in err
+    assert "embedded model qwen2.5-coder-0.5b" in err  # LocalServer()'s default, the model that decides

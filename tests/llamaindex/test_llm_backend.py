@@ -81,7 +81,7 @@ def test_selector_on_a_llamaindex_llm_reads_its_window():
 
 def test_selector_on_a_llamaindex_llm_async_uses_achat():
     llm = window_llm({"A": -0.1, "B": -3.0, "C": -2.5})
-    result = asyncio.run(JevSingleSelector.from_defaults(llm=llm).aselect(META, "Do cats sleep?"))
+    result = asyncio.run(JevSingleSelector.from_defaults(llm=llm, labels="letters").aselect(META, "Do cats sleep?"))
     assert result.ind == 0
 
 

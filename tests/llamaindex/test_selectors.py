@@ -208,12 +208,14 @@ def test_init_takes_engine_clients_only():
 
 
 def test_options_past_26_use_a_json_method():
-    """27+ options cannot be named by one letter token: the engine's structured readout answers."""
+    """27+ options cannot be named by one letter token: the engine's structured readout answers.
+
+    (By name, the engine reads up to 255 options from one or two tokens: tests/test_cassettes_names.py.)"""
     names = [f"tool_{i}" for i in range(30)]
     fake = FakeClient(lambda kw: {"probabilities": {n: (0.9 if n == "tool_28" else 0.1 / 29) for n in names}})
     meta = [ToolMetadata(name=n, description=f"about {n}") for n in names]
     for method in ("auto", "logprobs"):  # a token method on the client is switched to structured for this call
-        selector = JevSingleSelector.from_defaults(fake, model="fake", method=method)
+        selector = JevSingleSelector.from_defaults(fake, model="fake", method=method, labels="letters")
         result = selector.select(meta, "q")
         assert result.ind == 28 and result.method == "structured"
         assert fake.calls[-1]["response_format"]["type"] == "json_schema"

@@ -1,0 +1,103 @@
+"""``jev calibrate labelled.jsonl``: fit a calibration for any model, and say what it buys.
+
+Each line is a labelled answer already recorded (``{"probabilities": {...}, "label": ..., "question_id": ...}``,
+as :class:`~jev_shared.calibration.Record` saves it) or a labelled state to answer now
+(``{"state": ..., "label": ...}``, with ``--questions`` and a backend: ``--backend-url`` and ``--model``, or
+the embedded model). It prints accuracy and ECE before and after (held out: each half of the lines
+is judged by a fit on the other half), the recommended threshold on the calibrated top probability
+for ``--target`` precision, and writes the calibration fitted on every line to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from .calibration import Calibrator, Record, metrics, recommend_threshold
+
+
+def add_calibrate(sub: Any) -> None:
+    p = sub.add_parser("calibrate", help="fit a calibration on labelled answers; ECE before/after and a threshold",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("labelled", type=Path, help="JSON lines: recorded answers, or states with their labels")
+    p.add_argument("--questions", default=None, help="for states: a JSON object id -> question, or a path to one")
+    p.add_argument("--target", type=float, default=0.9, help="the precision the threshold must reach (default 0.9)")
+    p.add_argument("--bias", action="store_true", help="also fit one offset per option (can change answers)")
+    p.add_argument("--out", type=Path, default=Path("calibration.json"), help="where to write the calibration")
+    from .gateway.commands import add_backend_args
+
+    add_backend_args(p)
+
+
+def _answer_states(rows: list[dict[str, Any]], args: argparse.Namespace) -> list[Record]:
+    """Labelled states → records, answered by the configured backend (uncalibrated)."""
+    import openai
+
+    from . import SystemOneClient
+    from .gateway.commands import _questions, backends
+
+    if not args.questions:
+        raise SystemExit("jev calibrate: lines with a state need --questions")
+    questions = _questions(args.questions)
+    with ExitStack() as stack:
+        backend = next(iter(backends(args, stack).values()))
+        client = SystemOneClient(openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key),
+                                 model=backend.model, api=backend.api, calibrator=None)
+        records = []
+        for i, row in enumerate(rows):
+            qid = row.get("question_id") or next(iter(questions))
+            resp = client.system_one(row["state"], {qid: questions[qid]})
+            records.append(Record.from_answer(resp.answers[qid], row["label"], qid))
+            print(f"\r{i + 1}/{len(rows)} answered", end="", file=sys.stderr)
+        print(file=sys.stderr)
+    return records
+
+
+def read_records(args: argparse.Namespace) -> list[Record]:
+    rows = [json.loads(line) for line in args.labelled.read_text().splitlines() if line.strip()]
+    recorded = [Record(dict(r["probabilities"]), str(r["label"]), r.get("question_id", "")) for r in rows
+                if "probabilities" in r]
+    states = [r for r in rows if "probabilities" not in r]
+    return recorded + (_answer_states(states, args) if states else [])
+
+
+def held_out(records: list[Record], bias: bool, target: float) -> tuple[list[Record], list[Record]]:
+    """(records as answered, each calibrated by a fit on the other half): an honest after."""
+    halves = [records[0::2], records[1::2]]
+    after: list[Record] = []
+    for k in (0, 1):
+        cal = Calibrator.fit(halves[1 - k], bias=bias, target=target, min_records=10)
+        after += cal.calibrate(halves[k])
+    return halves[0] + halves[1], after
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    try:
+        records = read_records(args)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"jev calibrate: {exc}", file=sys.stderr)
+        return 2
+    if len(records) < 4:
+        print("jev calibrate: at least 4 labelled lines are needed", file=sys.stderr)
+        return 2
+    before, after = held_out(records, args.bias, args.target)
+    b, a = metrics(before), metrics(after)
+    threshold = recommend_threshold(a, args.target)
+    cal = Calibrator.fit(records, bias=args.bias, target=args.target, min_records=10)
+    cal.save(args.out)
+    kept = next((s for s in a.selective if s.threshold == threshold), None)
+    print(f"{len(records)} labelled answers")
+    print(f"accuracy        {b.accuracy:.1%} -> {a.accuracy:.1%}")
+    print(f"ECE (held out)  {b.ece:.3f} -> {a.ece:.3f}")
+    if threshold is None:
+        print(f"threshold       none reaches {args.target:.0%} precision on these answers")
+    else:
+        print(f"threshold       {threshold:.2f} on the calibrated top probability: {kept.accuracy:.1%} precision, "
+              f"{kept.coverage:.0%} of answers kept (target {args.target:.0%})")
+    print(f"wrote {args.out} (temperature {cal.temperature():.2f}; use SystemOneClient(..., calibrator="
+          f"Calibrator.load({str(args.out)!r})))")
+    return 0

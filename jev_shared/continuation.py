@@ -1,0 +1,76 @@
+"""Continuation read: where the window's best token starts several option names, ask once more with
+that token already answered (an assistant prefill) and read the next token's window.
+
+The chain stays a real distribution: each name in the shared-prefix group gets
+``P(prefix) · P(rest | prefix)``, the conditional normalised over the group; names the window told
+apart keep their own logprob; the whole is renormalised over the labels.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .labels import norm_token
+from .readout import answer_entry
+
+#: A token that ends the answer: the end of turn, or whitespace.
+_END = re.compile(r"^\s*(<\|[^|>]*\|>|</s>|<eos>)?\s*$")
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def window_of(logprobs: Any, content: str | None) -> list[tuple[str, float]]:
+    """(token, logprob) of the continuation's first token: the sampled one and its alternatives."""
+    entries = _get(logprobs, "content") if logprobs is not None else None
+    if not entries:
+        return []
+    entry = answer_entry(entries, content) if content and content.strip() else entries[0]
+    out = [(str(_get(entry, "token") or ""), _get(entry, "logprob"))]
+    out += [(str(_get(c, "token") or ""), _get(c, "logprob")) for c in _get(entry, "top_logprobs") or []]
+    return [(t, float(lp)) for t, lp in out if lp is not None and math.isfinite(float(lp))]
+
+
+def matches(prefix: str, token: str, group: Sequence[str]) -> list[str]:
+    """The names of ``group`` that ``prefix`` + ``token`` spells the start of (or ends, for an end token)."""
+    done, joined = norm_token(prefix), norm_token(prefix + token)
+    if _END.match(token) or joined == done:  # the answer ends at the prefix ("1" then "." or the end of turn)
+        return [g for g in group if g.lower() == done]
+    hits = [g for g in group if joined and g.lower().startswith(joined)]
+    if not hits:  # a token that runs past the name's end ("1" + "0." for "10")
+        hits = [g for g in group if joined.startswith(g.lower()) and not joined[len(g):len(g) + 1].isalnum()]
+    return hits
+
+
+def conditional(prefix: str, group: Sequence[str], window: list[tuple[str, float]]) -> dict[str, float]:
+    """P(name | prefix) over the group, from the continuation window (summed over the tokens that
+    spell it; a token several names share is split evenly; a name absent is floored)."""
+    mass = dict.fromkeys(group, 0.0)
+    seen: set[str] = set()
+    for token, lp in window:
+        if token in seen:  # the sampled token is also in its own alternatives
+            continue
+        seen.add(token)
+        hits = matches(prefix, token, group)
+        for g in hits:
+            mass[g] += math.exp(lp) / len(hits)
+    floor = math.exp(min((lp for _, lp in window), default=-30.0))
+    for g in group:
+        if mass[g] == 0.0:
+            mass[g] = floor
+    total = sum(mass.values())
+    return {g: m / total for g, m in mass.items()}
+
+
+def chain(prefix_logprob: float, cond: dict[str, float], best: dict[str, float]) -> dict[str, float]:
+    """Each group name's logprob as prefix + continuation, kept where it beats a reading of its own."""
+    out = dict(best)
+    for g, p in cond.items():
+        lp = prefix_logprob + math.log(p)
+        if g not in out or lp > out[g]:
+            out[g] = lp
+    return out
