@@ -170,9 +170,29 @@ class _Window:
         self.running = 0
         self.buffer: dict[int, ItemResult] = {}
         self.next_index = 0
+        self.started = 0
+        self.exhausted = False
 
     def can_start(self) -> bool:
         return self.running < self.concurrency and self.running + len(self.buffer) < self.limit
+
+    def starts(self, source: Iterator[Item]) -> Iterator[tuple[int, Item]]:
+        """The (index, item) pairs that may start now; marks the source exhausted at its end."""
+        while not self.exhausted and self.can_start():
+            item = next(source, None)
+            if item is None:
+                self.exhausted = True
+                return
+            self.running += 1
+            self.started += 1
+            yield self.started - 1, item
+
+    def hand_out(self, results: Iterable[ItemResult], totals: BatchTotals) -> list[ItemResult]:
+        """What finished, in the order the window hands it out, counted in the totals."""
+        out = [r for done in sorted(results, key=lambda r: r.index) for r in self.finish(done)]
+        for result in out:
+            totals.add(result)
+        return out
 
     def finish(self, result: ItemResult) -> list[ItemResult]:
         self.running -= 1
@@ -227,23 +247,13 @@ def _stream(client: Any, items: Iterable[Any], questions: Mapping[str, Any], con
     source = (as_item(v, i) for i, v in enumerate(items))
     window, pending = _Window(concurrency, ordered), set[Future[ItemResult]]()
     pool = ThreadPoolExecutor(concurrency, thread_name_prefix="jev-batch")
-    index, exhausted = 0, False
     try:
         while True:
-            while not exhausted and window.can_start():
-                item = next(source, None)
-                if item is None:
-                    exhausted = True
-                    break
-                pending.add(pool.submit(_decide_one, client, index, item, questions, call_kw))
-                window.running, index = window.running + 1, index + 1
+            pending |= {pool.submit(_decide_one, client, i, item, questions, call_kw) for i, item in window.starts(source)}
             if not pending:
                 break
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in sorted(done, key=lambda f: f.result().index):
-                for result in window.finish(future.result()):
-                    totals.add(result)
-                    yield result
+            yield from window.hand_out((f.result() for f in done), totals)
     finally:
         totals.finished = time.perf_counter()
         pool.shutdown(wait=True, cancel_futures=True)
@@ -271,23 +281,15 @@ async def _astream(client: Any, items: Iterable[Any], questions: Mapping[str, An
                    totals: BatchTotals, call_kw: dict[str, Any]) -> AsyncIterator[ItemResult]:
     source = (as_item(v, i) for i, v in enumerate(items))
     window, pending = _Window(concurrency, ordered), set[asyncio.Task[ItemResult]]()
-    index, exhausted = 0, False
     try:
         while True:
-            while not exhausted and window.can_start():
-                item = next(source, None)
-                if item is None:
-                    exhausted = True
-                    break
-                pending.add(asyncio.ensure_future(_adecide_one(client, index, item, questions, call_kw)))
-                window.running, index = window.running + 1, index + 1
+            pending |= {asyncio.ensure_future(_adecide_one(client, i, item, questions, call_kw))
+                        for i, item in window.starts(source)}
             if not pending:
                 break
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in sorted(done, key=lambda t: t.result().index):
-                for result in window.finish(task.result()):
-                    totals.add(result)
-                    yield result
+            for result in window.hand_out((t.result() for t in done), totals):
+                yield result
     finally:
         totals.finished = time.perf_counter()
         for task in pending:
