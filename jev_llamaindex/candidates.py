@@ -15,7 +15,7 @@ from llama_index.core.tools.query_engine import DEFAULT_NAME as QUERY_ENGINE_TOO
 from llama_index.core.tools.retriever_tool import DEFAULT_NAME as RETRIEVER_TOOL_NAME
 from llama_index.core.tools.types import ToolMetadata
 
-from jev_shared import MAX_SINGLE_TOKEN_LABELS, Choice, InvalidQuestionError, Noul
+from jev_shared import MAX_SINGLE_TOKEN_LABELS, TOKEN_METHODS, Choice, InvalidQuestionError, Noul
 
 __all__ = ["QUESTION_ID", "Labels", "Plan", "option_keys", "choice_plan", "noul_plan"]
 
@@ -24,9 +24,6 @@ QUESTION_ID = "route"
 Labels = Literal["letters", "names"]
 #: The names LlamaIndex gives tools built without one: placeholders, not names.
 PLACEHOLDER_NAMES = frozenset({QUERY_ENGINE_TOOL_NAME, RETRIEVER_TOOL_NAME})
-#: The engine's methods that read one label token (its ``questions.TOKEN_METHODS``, not exported):
-#: they cannot name more than ``MAX_SINGLE_TOKEN_LABELS`` options.
-ONE_TOKEN_METHODS = frozenset({"logprobs", "grammar"})
 
 
 @dataclass(frozen=True)
@@ -80,7 +77,7 @@ def choice_plan(choices: Sequence[ToolMetadata], query: QueryBundle, prompt: Bas
     context = "\n".join(f"({i + 1}) {k}: {d}" for i, (k, d) in enumerate(criteria.items()))
     text = prompt.format(query_str=query.query_str, num_choices=len(keys), context_list=context, **values)
     options = _call_options(labels)
-    if len(keys) > MAX_SINGLE_TOKEN_LABELS and method in ONE_TOKEN_METHODS:
+    if len(keys) > MAX_SINGLE_TOKEN_LABELS and method in TOKEN_METHODS:
         options["method"] = "structured"
     return Plan(keys, {QUESTION_ID: Choice(instructions=text, criteria=criteria)}, options)
 

@@ -17,14 +17,14 @@ from .errors import (
     UnsupportedMethodError,
 )
 from .pair import ClientPair
-from .questions import MAX_CHOICE_OPTIONS, MAX_SINGLE_TOKEN_LABELS, Choice, Example, Noul, Score
+from .questions import MAX_CHOICE_OPTIONS, MAX_SINGLE_TOKEN_LABELS, TOKEN_METHODS, Choice, Example, Noul, Score
 
 __all__ = [
     "SystemOneClient", "AsyncSystemOneClient", "Choice", "Score", "Noul", "Example",
     "ChoiceAnswer", "ScoreAnswer", "NoulAnswer", "Answer", "SystemOneResponse", "Usage", "answer_confidence",
     "JevError", "InvalidQuestionError", "UnsupportedMethodError", "ClientCapabilityError", "LabelReadoutError",
     "MalformedAnswerError", "ModelRefusalError", "IncompleteAnswerError", "ProviderError", "DecisionTimeoutError",
-    "FieldRefusedError", "MAX_SINGLE_TOKEN_LABELS", "MAX_CHOICE_OPTIONS", "ClientPair",
+    "FieldRefusedError", "MAX_SINGLE_TOKEN_LABELS", "MAX_CHOICE_OPTIONS", "TOKEN_METHODS", "ClientPair",
     "decide_batch", "adecide_batch", "stream_batch", "astream_batch", "BatchResult", "BatchTotals", "ItemResult",
 ]
 __version__ = "0.1.0"
