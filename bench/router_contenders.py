@@ -1,0 +1,180 @@
+"""compare_routers' contenders: one builder per router, each returning a :class:`Contender`.
+
+A builder takes the server's base URL, the model name and the contender's own :class:`Meter`;
+``decide(text)`` returns a route name or raises (:class:`Unusable` when the answer is not a route).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from router_data import GEN_CAP, INSTRUCTIONS, MODELS, ROUTES, load_examples
+from router_meter import Meter, http_client, openai_client
+
+
+class Unusable(Exception):
+    """The contender answered, but not with a route (a parse failure, an out-of-range pick, no signal)."""
+
+
+@dataclass
+class Contender:
+    name: str
+    decide: Callable[[str], str]
+    note: str = ""
+
+
+def bare_call(base_url: str, model: str, meter: Meter) -> Contender:
+    """One raw chat.completions.create with the engine's own prompt and a one-token cap."""
+    from jev_shared import Choice
+    from jev_shared.labels import aliases_for, name_fold
+    from jev_shared.prompt import AnswerFormat, render
+    from jev_shared.questions import prepare_question
+
+    client = openai_client(base_url, meter)
+    prep = prepare_question("route", Choice(instructions=INSTRUCTIONS, criteria=ROUTES), "logprobs")
+    aliases = aliases_for(prep.keys, prep.descriptions)  # the engine's default: option names (their aliases where they collide)
+    fmt, fold = AnswerFormat(symbols=aliases), name_fold(aliases)
+    by_alias = dict(zip(aliases, prep.keys))
+
+    def decide(text: str) -> str:
+        r = client.chat.completions.create(model=model, messages=render(prep, text, fmt=fmt), temperature=0,
+                                           max_tokens=1, logprobs=True, top_logprobs=20)
+        token = r.choices[0].message.content or ""
+        route = by_alias.get(fold(token) or "")
+        if route not in ROUTES:
+            raise Unusable(f"sampled {token!r}")
+        return route
+
+    return Contender("bare one-token call", decide, "the sampled token alone; the latency floor")
+
+
+def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: str, shots: bool = False,
+               debias: bool | str = False, method: str = "logprobs") -> Contender:
+    from langchain_core.runnables import RunnableLambda
+
+    from jev_langchain import JevRouter
+    from jev_shared import SystemOneClient
+
+    class Recording(SystemOneClient):
+        """Keeps the last response, to see its debug (no_signal, passes) without changing anything."""
+
+        last: Any = None
+
+        def system_one(self, *args: Any, **kwargs: Any) -> Any:
+            self.last = super().system_one(*args, **kwargs)
+            return self.last
+
+    raw = openai_client(base_url, meter)
+    if debias == "auto":  # the engine's default on a LocalServer client: marked as LocalServer.client() marks it
+        raw.jev_surfaces, raw.jev_debias_zero_shot = ("chat_completions",), model == MODELS["qwen"]
+    client = Recording(raw, model=model, method=method, mode=mode, labels=labels, debias=debias)
+    router = JevRouter(client, {name: (desc, RunnableLambda(lambda _x, n=name: n)) for name, desc in ROUTES.items()},
+                       INSTRUCTIONS, examples=load_examples() if shots else None)
+
+    def decide(text: str) -> str:
+        route = router.invoke(text)
+        dbg = client.last.debug or {}
+        if dbg.get("no_signal"):
+            raise Unusable("no label in the logprob window")
+        return route
+
+    label = (f"Jev router, {labels}" + {True: ", debias", False: "", "auto": " (default)"}[debias]
+             + (", mode=auto" if mode == "auto" else "") + (", 6 examples" if shots else "")
+             + (f", method={method}" if method != "logprobs" else ""))
+    return Contender(label, decide, f"JevRouter, method=logprobs, labels={labels}, debias={debias}, mode={mode}, "
+                                    f"examples={len(load_examples()) if shots else 0}")
+
+
+def langchain_structured(base_url: str, model: str, meter: Meter) -> Contender:
+    """LangChain's routing guide: structured output over a Literal of the route names, then a branch."""
+    from operator import itemgetter
+    from typing import Literal
+
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.runnables import RunnableLambda
+    from langchain_openai import ChatOpenAI
+    from typing_extensions import TypedDict
+
+    names = tuple(ROUTES)
+
+    # the guide's ``class RouteQuery(TypedDict): destination: Literal[...]``, built from the route names
+    RouteQuery = TypedDict("RouteQuery", {"destination": Literal[names]})  # type: ignore[misc,valid-type]  # noqa: UP013
+    RouteQuery.__doc__ = "Route the request to the team that should handle it."
+
+    llm = ChatOpenAI(model=model, base_url=base_url, api_key="local", temperature=0, max_tokens=GEN_CAP,
+                     http_client=http_client(meter))
+    system = (INSTRUCTIONS + " Route the user's request to one of these teams:\n"
+              + "\n".join(f"- {n}: {d}" for n, d in ROUTES.items()))
+    route_prompt = ChatPromptTemplate.from_messages([("system", system.replace("{", "{{").replace("}", "}}")),
+                                                     ("human", "{input}")])
+    route_chain = route_prompt | llm.with_structured_output(RouteQuery) | itemgetter("destination")
+    branches = {n: RunnableLambda(lambda _x, n=n: n) for n in names}
+    chain = {"destination": route_chain, "input": lambda x: x["input"]} | RunnableLambda(
+        lambda x: branches[x["destination"]])
+
+    def decide(text: str) -> str:
+        route = chain.invoke({"input": text})
+        if route not in ROUTES:
+            raise Unusable(f"destination {route!r}")
+        return route
+
+    return Contender("LangChain structured router", decide, "with_structured_output(Literal) | branch")
+
+
+def llamaindex_selector(base_url: str, model: str, meter: Meter) -> Contender:
+    from llama_index.core.selectors import LLMSingleSelector
+    from llama_index.core.tools import ToolMetadata
+    from llama_index.llms.openai_like import OpenAILike
+
+    llm = OpenAILike(model=model, api_base=base_url, api_key="local", is_chat_model=True, temperature=0.0,
+                     max_tokens=GEN_CAP, http_client=http_client(meter), timeout=300.0)
+    selector = LLMSingleSelector.from_defaults(llm=llm)
+    tools = [ToolMetadata(name=n, description=f"{n}: {d}") for n, d in ROUTES.items()]
+    names = list(ROUTES)
+
+    def decide(text: str) -> str:
+        result = selector.select(tools, text)
+        index = result.selections[0].index if result.selections else -1
+        if not 0 <= index < len(names):
+            raise Unusable(f"index {index}")
+        return names[index]
+
+    return Contender("LlamaIndex LLMSingleSelector", decide, "OpenAILike(is_chat_model=True), select(tools, query)")
+
+
+def jevper_engine(base_url: str, model: str, meter: Meter) -> Contender:
+    import jevper
+
+    client = jevper.SystemOneClient(openai_client(base_url, meter), model=model, method="logprobs", temperature=0,
+                                    extra_body={"max_tokens": GEN_CAP})
+    question = jevper.Choice(instructions=INSTRUCTIONS, criteria=ROUTES)
+
+    def decide(text: str) -> str:
+        return client.system_one(state=text, questions={"route": question}).answers["route"].choice
+
+    return Contender("jevper (peer engine)", decide, f"jevper {jevper.__version__}, method=logprobs, temperature=0")
+
+
+BUILDERS: dict[str, Callable[..., Contender]] = {
+    "bare": bare_call,
+    "jev-letters": lambda b, m, meter: jev_router(b, m, meter, labels="letters", mode="system1"),
+    "jev-names": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1"),
+    "jev-debias": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1", debias=True),
+    # the engine's defaults on a LocalServer client (debias="auto": on for zero-shot on the embedded model)
+    "jev-default": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1", debias="auto"),
+    "jev-default-shots": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1", debias="auto",
+                                                        shots=True),
+    "jev-structured": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1", method="structured"),
+    "jev-auto": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="auto"),
+    # not in the default set: the others get no examples, so these rows are not like for like
+    "jev-letters-shots": lambda b, m, meter: jev_router(b, m, meter, labels="letters", mode="system1", shots=True),
+    "jev-names-shots": lambda b, m, meter: jev_router(b, m, meter, labels="names", mode="system1", shots=True),
+    "langchain": langchain_structured,
+    "llamaindex": llamaindex_selector,
+    "jevper": jevper_engine,
+}
+
+
+DEFAULT = ["bare", "jev-names", "jev-debias", "jev-letters", "jev-auto", "langchain", "llamaindex", "jevper"]
