@@ -27,6 +27,8 @@ def add_calibrate(sub: Any) -> None:
     p.add_argument("--questions", default=None, help="for states: a JSON object id -> question, or a path to one")
     p.add_argument("--target", type=float, default=0.9, help="the precision the threshold must reach (default 0.9)")
     p.add_argument("--bias", action="store_true", help="also fit one offset per option (can change answers)")
+    p.add_argument("--top", action="store_true",
+                   help="also fit top-label scaling (bends the reliability curve; never changes answers)")
     p.add_argument("--out", type=Path, default=Path("calibration.json"), help="where to write the calibration")
     from .gateway.commands import add_backend_args
 
@@ -65,12 +67,12 @@ def read_records(args: argparse.Namespace) -> list[Record]:
     return recorded + (_answer_states(states, args) if states else [])
 
 
-def held_out(records: list[Record], bias: bool, target: float) -> tuple[list[Record], list[Record]]:
+def held_out(records: list[Record], bias: bool, target: float, top: bool = False) -> tuple[list[Record], list[Record]]:
     """(records as answered, each calibrated by a fit on the other half): an honest after."""
     halves = [records[0::2], records[1::2]]
     after: list[Record] = []
     for k in (0, 1):
-        cal = Calibrator.fit(halves[1 - k], bias=bias, target=target, min_records=10)
+        cal = Calibrator.fit(halves[1 - k], bias=bias, top=top, target=target, min_records=10)
         after += cal.calibrate(halves[k])
     return halves[0] + halves[1], after
 
@@ -84,17 +86,18 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if len(records) < 4:
         print("jev calibrate: at least 4 labelled lines are needed", file=sys.stderr)
         return 2
-    before, after = held_out(records, args.bias, args.target)
+    before, after = held_out(records, args.bias, args.target, args.top)
     b, a = metrics(before), metrics(after)
     threshold = recommend_threshold(a, args.target)
-    cal = Calibrator.fit(records, bias=args.bias, target=args.target, min_records=10)
+    cal = Calibrator.fit(records, bias=args.bias, top=args.top, target=args.target, min_records=10)
     cal.save(args.out)
     kept = next((s for s in a.selective if s.threshold == threshold), None)
     print(f"{len(records)} labelled answers")
     print(f"accuracy        {b.accuracy:.1%} -> {a.accuracy:.1%}")
     print(f"ECE (held out)  {b.ece:.3f} -> {a.ece:.3f}")
     if threshold is None:
-        print(f"threshold       none reaches {args.target:.0%} precision on these answers")
+        print(f"threshold       none reaches {args.target:.0%} precision on these answers, with a standard error "
+              "to spare")
     else:
         print(f"threshold       {threshold:.2f} on the calibrated top probability: {kept.accuracy:.1%} precision, "
               f"{kept.coverage:.0%} of answers kept (target {args.target:.0%})")

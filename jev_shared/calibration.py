@@ -24,6 +24,7 @@ selective accuracy) and holds the :class:`Calibrator`.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -36,8 +37,10 @@ from .calibration_fit import (
     _probabilities,
     fit_temperature,
     fit_temperature_bias,
+    fit_top,
     nll,
     records_from,
+    rescale_top,
     temper,
 )
 
@@ -94,10 +97,26 @@ def metrics(records: Sequence[Record], thresholds: Sequence[float] = THRESHOLDS,
     return Metrics(n, sum(hits) / n, ece, brier / n, nll(records), selective)
 
 
-def recommend_threshold(m: Metrics, target: float, min_count: int = 5) -> float | None:
-    """The lowest threshold whose selective accuracy reaches ``target`` on at least ``min_count`` answers."""
+#: How many standard errors below the measured precision a recommended threshold must still reach
+#: its target: a threshold picked on the records it is judged by is optimistic (94% held out where
+#: 95% was asked), so its precision's Wilson lower bound, not the precision itself, must reach it.
+MARGIN_Z = 1.0
+
+
+def wilson_lower(accuracy: float, n: int, z: float = MARGIN_Z) -> float:
+    """The Wilson score interval's lower end for ``accuracy`` measured on ``n`` answers."""
+    if n <= 0:
+        return 0.0
+    centre = accuracy + z * z / (2 * n)
+    spread = z * math.sqrt(accuracy * (1 - accuracy) / n + z * z / (4 * n * n))
+    return (centre - spread) / (1 + z * z / n)
+
+
+def recommend_threshold(m: Metrics, target: float, min_count: int = 5, z: float = MARGIN_Z) -> float | None:
+    """The lowest threshold whose selective accuracy reaches ``target`` on at least ``min_count`` answers,
+    with ``z`` standard errors to spare (the Wilson lower bound; ``z=0`` is the measured accuracy)."""
     for s in m.selective:
-        if s.accuracy is not None and s.n >= min_count and s.accuracy >= target:
+        if s.accuracy is not None and s.n >= min_count and wilson_lower(s.accuracy, s.n, z) >= target:
             return s.threshold
     return None
 
@@ -141,26 +160,30 @@ class Calibrator:
     and the gate thresholds they earn."""
 
     def __init__(self, temperatures: Mapping[str, float] | None = None, thresholds: Mapping[str, float | None] | None = None,
-                 *, biases: Mapping[str, Mapping[str, float]] | None = None, target: float = 0.9,
+                 *, biases: Mapping[str, Mapping[str, float]] | None = None,
+                 tops: Mapping[str, Sequence[float]] | None = None, target: float = 0.9,
                  confidence: str = "peak", fit_report: Report | None = None) -> None:
         self.temperatures: dict[str, float] = dict(temperatures or {GLOBAL: 1.0})
         self.temperatures.setdefault(GLOBAL, 1.0)
         self.biases: dict[str, dict[str, float]] = {q: dict(b) for q, b in (biases or {}).items()}
+        #: Top-label scaling after the temperature, (slope, shift) per question id (:func:`rescale_top`).
+        self.tops: dict[str, tuple[float, float]] = {q: (float(t[0]), float(t[1])) for q, t in (tops or {}).items()}
         self.thresholds: dict[str, float | None] = dict(thresholds or {})
         self.target = target
         self.confidence = confidence
         self._report = fit_report
 
     @classmethod
-    def fit(cls, records: Iterable[Record], *, per_question: bool = True, bias: bool = False, min_records: int = 20,
-            target: float = 0.9, thresholds: Sequence[float] = THRESHOLDS, min_count: int = 5,
+    def fit(cls, records: Iterable[Record], *, per_question: bool = True, bias: bool = False, top: bool = False,
+            min_records: int = 20, target: float = 0.9, thresholds: Sequence[float] = THRESHOLDS, min_count: int = 5,
             confidence: str = "peak") -> Calibrator:
         """Fit a global T, and a T for each question id with at least ``min_records`` records.
 
         ``bias=True`` also fits an offset per option for those questions (see
         :func:`fit_temperature_bias`): it can fix a model's lean to one option, and so change
-        answers, where a temperature alone never does. ``target`` is the selective accuracy the
-        recommended gate thresholds must reach.
+        answers, where a temperature alone never does. ``top=True`` then fits top-label scaling
+        (:func:`fit_top`), which bends the reliability curve where one temperature cannot. ``target``
+        is the selective accuracy the recommended gate thresholds must reach.
         """
         records = list(records)
         if not records:
@@ -175,6 +198,10 @@ class Calibrator:
                 else:
                     temps[qid] = fit_temperature(group)
         cal = cls(temps, biases=biases, target=target, confidence=confidence)
+        if top:
+            cal.tops = {qid: fit_top(cal.calibrate(group)) for qid, group in
+                        [(GLOBAL, records), *(_groups(records).items() if per_question else ())]
+                        if qid == GLOBAL or qid in temps}
         report = cal.evaluate(records, thresholds=thresholds, min_count=min_count)
         cal.thresholds = {GLOBAL: report.overall.threshold}
         cal.thresholds.update({qid: c.threshold for qid, c in report.per_question.items()})
@@ -196,6 +223,9 @@ class Calibrator:
     def _temper(self, probabilities: Mapping[str, float], question_id: str | None) -> dict[str, float]:
         keys = list(probabilities)
         probs = temper(list(probabilities.values()), self.temperature(question_id), self.offsets(question_id, keys))
+        top = self.tops.get(question_id if question_id in self.temperatures else GLOBAL)  # with the T in use
+        if top is not None:
+            probs = rescale_top(probs, *top)
         return dict(zip(keys, probs))
 
     def calibrate(self, records: Iterable[Record]) -> list[Record]:
@@ -264,6 +294,7 @@ class Calibrator:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"format": FORMAT, "temperatures": self.temperatures, "biases": self.biases,
+                             "tops": {q: list(t) for q, t in self.tops.items()},
                              "thresholds": self.thresholds, "target": self.target, "confidence": self.confidence}
         if self._report is not None:
             d["report"] = asdict(self._report)
@@ -274,7 +305,8 @@ class Calibrator:
         if d.get("format") != FORMAT:
             raise ValueError(f"not a calibration file (format {d.get('format')!r}, expected {FORMAT!r})")
         report = _report_from(d["report"]) if d.get("report") else None
-        return cls(d["temperatures"], d.get("thresholds"), biases=d.get("biases"), target=d.get("target", 0.9),
+        return cls(d["temperatures"], d.get("thresholds"), biases=d.get("biases"), tops=d.get("tops"),
+                   target=d.get("target", 0.9),
                    confidence=d.get("confidence", "peak"), fit_report=report)
 
     def save(self, path: str | Path) -> None:
@@ -336,5 +368,6 @@ def _report_from(d: Mapping[str, Any]) -> Report:
                   {k: _comparison_from(v) for k, v in d["per_question"].items()})
 
 
-__all__ = ["Calibrator", "shipped", "resolve", "Record", "Metrics", "Selective", "Comparison", "Report", "metrics", "recommend_threshold",
-           "records_from", "temper", "fit_temperature", "fit_temperature_bias", "nll", "top_probability"]
+__all__ = ["Calibrator", "shipped", "resolve", "Record", "Metrics", "Selective", "Comparison", "Report", "metrics", "recommend_threshold", "wilson_lower",
+           "records_from", "temper", "fit_temperature", "fit_temperature_bias", "fit_top", "rescale_top", "nll",
+           "top_probability"]

@@ -16,6 +16,11 @@ from typing import Any
 from .labels import norm_token
 from .readout import answer_entry
 
+#: Sent with the continuation call: vLLM and SGLang continue a final assistant message only when
+#: asked (``continue_final_message``, without a new generation prompt); llama.cpp continues one on
+#: its own. A server that refuses the fields has them dropped and remembered (``flows.call``).
+PREFILL_FIELDS = {"continue_final_message": True, "add_generation_prompt": False}
+
 #: A token that ends the answer: the end of turn, or whitespace.
 _END = re.compile(r"^\s*(<\|[^|>]*\|>|</s>|<eos>)?\s*$")
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from .answers import Answer, answer_confidence, build_answer
 from .calls import Call, Flow, Reply
-from .continuation import chain, conditional, window_of
+from .continuation import PREFILL_FIELDS, chain, conditional, window_of
 from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError, MalformedAnswerError, ProviderError
 from .faults import READOUT_FIELDS, cannot_carry, logprobs_value_complaint, refused_field, route_missing, sent_fields
 from .json_readout import parse_object, read_json, strip_think
@@ -200,7 +200,7 @@ def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, 
     """One more one-token call with the shared prefix already answered: P(name) = P(prefix)·P(rest | prefix)."""
     group = names_starting(exc.token, symbols)
     prefill = messages + [{"role": "assistant", "content": exc.token}]
-    parsed = yield from call(ask, surface, prefill, fields, extra)
+    parsed = yield from call(ask, surface, prefill, fields, {**extra, **PREFILL_FIELDS})
     cond = conditional(exc.token, group, window_of(parsed.logprobs, parsed.content))
     ro = softmax_labels(symbols, chain(exc.logprob, cond, exc.best), exc.returned, "floor", exc.token, "logprobs")
     ro.source = "logprobs+continuation"

@@ -4,10 +4,13 @@
     python scripts/fit_calibration.py q.json            # writes jev_shared/calibrations/qwen2.5-coder-0.5b.json
 
 The items of each (question, true answer) alternate between a fitting half and a judging half;
-one temperature per question *kind*, apart with and without examples (``*choice``,
-``*choice+examples``, …: a user's own questions are not the bench's, so per-option offsets would not carry over) is fitted on the fitting half and
-judged on the other, per question and setting: accuracy, ECE before → after, and the selective
-accuracy at the recommended threshold for ``--target`` precision.
+one temperature and one top-label scaling (slope and shift of the top probability's logit) per
+question *kind*, apart with and without examples (``*choice``, ``*choice+examples``, …: a user's
+own questions are not the bench's, so per-option offsets would not carry over), is fitted on the
+fitting half and judged on the other, per question and setting: accuracy, ECE before → after,
+and the selective accuracy at the recommended threshold for ``--target`` precision. A part of
+the fit that does not lower the judging half's ECE is dropped (the top-label scaling first, then
+the temperature), so a kind is never made worse than as answered.
 """
 
 from __future__ import annotations
@@ -54,17 +57,33 @@ def main() -> int:
             and "names" not in r.get("variant", "")]
     fit_rows, judge_rows = split(rows)
     shots = {int(s) for s in args.shots.split(",")}
-    cal = Calibrator.fit([record(r) for r in fit_rows if r["shots"] in shots], min_records=10, target=args.target)
+    fitting = [record(r) for r in fit_rows if r["shots"] in shots]
+    cal = Calibrator.fit(fitting, min_records=10, target=args.target, top=True)
     cal.temperatures["*"] = 1.0  # a kind nothing was fitted for is left as answered
-    for key in [k for k in cal.temperatures if k != "*"]:  # a fit that does not help on the judging half goes
+    cal.tops.pop("*", None)
+    for key in [k for k in cal.temperatures if k != "*"]:  # a part that does not help on the judging half goes
         recs = [record(r) for r in judge_rows if record(r).question_id == key]
-        if recs and metrics(cal.calibrate(recs)).ece > metrics(recs).ece:
-            print(f"dropped {key}: held-out ECE {metrics(recs).ece:.3f} -> {metrics(cal.calibrate(recs)).ece:.3f}")
+        if not recs:
+            continue
+        with_top = metrics(cal.calibrate(recs)).ece
+        top = cal.tops.pop(key, None)
+        t_only = metrics(cal.calibrate(recs)).ece
+        if top is not None and with_top <= t_only:
+            cal.tops[key] = top
+        elif top is not None:
+            print(f"dropped {key}'s top-label scaling: held-out ECE {t_only:.3f} with T alone, {with_top:.3f} with it")
+        if min(with_top, t_only) > metrics(recs).ece:
+            print(f"dropped {key}: held-out ECE {metrics(recs).ece:.3f} -> {min(with_top, t_only):.3f}")
             del cal.temperatures[key]
+            cal.tops.pop(key, None)
             cal.thresholds.pop(key, None)
+    kept = Calibrator(cal.temperatures, tops=cal.tops, target=args.target).evaluate(fitting)  # gates for what is kept
+    cal.thresholds = {k: kept.per_question[k].threshold if k in kept.per_question else kept.overall.threshold
+                      for k in cal.temperatures}
     print(f"fitted on {sum(r['shots'] in shots for r in fit_rows)} answers; judged on {len(judge_rows)} others\n")
-    print("| setting | question | n | T | accuracy | ECE before → after | threshold | selective accuracy (kept) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| setting | question | n | T | top (slope, shift) | accuracy | ECE before → after | threshold "
+          "| selective accuracy (kept) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for k in sorted({r["shots"] for r in judge_rows}):
         for q in KINDS:
             recs = [record(r) for r in judge_rows if r["shots"] == k and r["question"] == q]
@@ -76,7 +95,9 @@ def main() -> int:
             sel = next((s for s in a.selective if t is not None and abs(s.threshold - t) < 1e-9), None)
             kept = f"{sel.accuracy:.0%} ({sel.coverage:.0%})" if sel and sel.accuracy is not None else "—"
             best = recommend_threshold(a, args.target)
-            print(f"| {k}-shot | {q} | {len(recs)} | {cal.temperature(key):.2f} | {b.accuracy:.0%} | "
+            top = cal.tops.get(key if key in cal.temperatures else "*")
+            top_cell = f"{top[0]:.2f}, {top[1]:+.2f}" if top else "—"
+            print(f"| {k}-shot | {q} | {len(recs)} | {cal.temperature(key):.2f} | {top_cell} | {b.accuracy:.0%} | "
                   f"{b.ece:.3f} → {a.ece:.3f} | {t if t is not None else '—'} (here: {best}) | {kept} |")
     if not args.no_write:
         SHIPPED.mkdir(exist_ok=True)

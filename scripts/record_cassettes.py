@@ -62,7 +62,8 @@ def endpoint() -> Iterator[tuple[Any, str, str]]:
     from jev_shared.local import WIRE_MODEL, LocalServer
 
     with LocalServer(WIRE_MODEL) as srv:  # the fast wire model, by name (LocalServer() is Qwen)
-        yield srv.client(), srv.model, "embedded llama.cpp (xllamacpp)"
+        # a plain client, as the replaying tests use: srv.client() would skip discovery and ask /tokenize
+        yield openai.OpenAI(base_url=srv.base_url, api_key="local"), srv.model, "embedded llama.cpp (xllamacpp)"
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

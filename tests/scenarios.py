@@ -63,7 +63,9 @@ def scenarios(client: Any, model: str) -> dict[str, Callable[[], Any]]:
         "window_misses_label": lambda: engine(method="logprobs", top_logprobs=3).system_one(TICKET, {"topic": MANY}),
         "truncated_generation": lambda: engine(
             method="structured", extra_body={"cache_prompt": False, "max_tokens": 4}).system_one(TICKET, {"team": TEAM}),
-        "structured_choice": lambda: engine(method="structured").system_one(TICKET, {"team": TEAM, "spam": SPAM}),
+        "structured_choice": lambda: engine(method="structured").system_one(TICKET, {"team": TEAM}),
+        # SmolLM2 answers {"noul": 2}: llama.cpp's grammar does not hold a number to the schema's bounds
+        "structured_out_of_range": lambda: engine(method="structured").system_one(TICKET, {"spam": SPAM}),
         "discrete_choice": lambda: engine(method="discrete").system_one(TICKET, {"team": TEAM, "urgency": URGENCY}),
         "system2_ratings": lambda: engine(mode="system2").system_one(TICKET, {"team": TEAM, "spam": SPAM}),
         "mode_auto": lambda: engine(method="logprobs", mode="auto").system_one(TICKET, {"team": TEAM, "spam": SPAM}),

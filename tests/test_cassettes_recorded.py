@@ -14,7 +14,7 @@ import openai
 import pytest
 import yaml
 
-from jev_shared import IncompleteAnswerError, LabelReadoutError
+from jev_shared import IncompleteAnswerError, LabelReadoutError, MalformedAnswerError
 from tests.scenarios import scenarios
 
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
@@ -111,12 +111,19 @@ def test_a_non_label_reply_gets_one_corrective_retry_then_the_last_reason(casset
 
 def test_structured_and_discrete_answers(cassette):
     resp, _ = run(cassette, "structured_choice")
-    assert resp.debug["methods"] == {"team": "structured", "spam": "structured"}
+    assert resp.debug["methods"] == {"team": "structured"}
     assert sum(resp.answers["team"].probabilities.values()) == pytest.approx(1.0)
     resp, _ = run(cassette, "discrete_choice")
     assert resp.debug["methods"] == {"team": "discrete", "urgency": "discrete"}
     assert resp.answers["team"].confidence == 1.0 and max(resp.answers["team"].probabilities.values()) == 1.0
     assert resp.answers["urgency"].score == int(resp.answers["urgency"].score)
+
+
+def test_a_json_value_outside_the_schema_is_a_typed_error_after_one_re_ask(cassette):
+    """A real server's {"noul": 2} (the schema says at most 1; llama.cpp's grammar does not bound numbers)."""
+    exc, cas = run(cassette, "structured_out_of_range")
+    assert isinstance(exc, MalformedAnswerError) and "noul" in str(exc) and "[0, 1]" in str(exc)
+    assert cas.all_played and len(cas.requests) == 2  # re-asked once, then the typed error: never clamped
 
 
 def test_system2_ratings(cassette):

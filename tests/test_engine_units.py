@@ -50,6 +50,9 @@ def test_a_shared_prefix_is_read_on_by_a_continuation_call():
     answer = resp.answers["q"]
     assert answer.choice == "bills" and resp.usage.n_calls == 2
     assert fake.requests[1]["messages"][-1] == {"role": "assistant", "content": "bill"}
+    assert fake.requests[1]["extra_body"].items() >= {"continue_final_message": True,
+                                                      "add_generation_prompt": False}.items()
+    assert "continue_final_message" not in fake.requests[0]["extra_body"]
     assert fake.requests[1]["max_tokens"] == 1
     ratio = math.exp(-0.2) / math.exp(-2.0)  # P(bill)·P(s|bill) against P(bill)·P(ing|bill)
     assert math.isclose(answer.probabilities["bills"] / answer.probabilities["billing"], ratio, rel_tol=1e-6)
@@ -127,7 +130,7 @@ def test_debias_divides_by_the_content_free_answer_and_remembers_it():
     client = SystemOneClient(fake, model="m", debias=True, api="chat_completions")
     resp = client.system_one("my app crashes", {"team": TEAM})
     assert resp.usage.n_calls == 4
-    assert [r["messages"][-1]["content"].split("<state>\n")[1].split("\n</state>")[0] for r in fake.requests[1:]] == [
+    assert [r["messages"][-1]["content"].split("<state>\n")[1] for r in fake.requests[1:]] == [
         "N/A", "", "[MASK]"]
     z_real = sum(math.exp(lp) for _, lp in real)
     z_empty = sum(math.exp(lp) for _, lp in empty)

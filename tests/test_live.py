@@ -85,7 +85,8 @@ def test_state_is_last_and_fenced_as_data(local_server):
     # everything but the state is the system message: one cacheable prefix for every state
     assert system["content"].index("Options:") < system["content"].index("Answer with exactly one option name")
     assert user["content"].index("not instructions") < user["content"].index("<state>") < user["content"].index(
-        "Ignore all") < user["content"].index("</state>")
+        "Ignore all")
+    assert user["content"].endswith("answer C.")  # the message's end closes the fence: nothing to read anew
 
 
 def test_grammar_constrains_the_sampled_token(local_server):
@@ -111,8 +112,11 @@ def test_examples_become_earlier_turns_before_the_state(local_server):
 def test_json_methods_and_system2_on_the_real_server(local_server):
     client = SystemOneClient(local_server.client(), model=local_server.model, n_retry_malformed=2,
                              api="chat_completions")
-    for kwargs in ({"method": "structured"}, {"method": "discrete"}, {"mode": "system2"}):
-        resp = client.system_one(TICKET, {"team": QUESTIONS["team"], "spam": QUESTIONS["spam"]}, **kwargs)
+    both = {"team": QUESTIONS["team"], "spam": QUESTIONS["spam"]}
+    # structured: the spam question's {"noul": 2} is a typed error (test_cassettes_recorded), not an answer
+    for kwargs, questions in (({"method": "structured"}, {"team": QUESTIONS["team"]}), ({"method": "discrete"}, both),
+                              ({"mode": "system2"}, both)):
+        resp = client.system_one(TICKET, questions, **kwargs)
         for answer in resp.answers.values():
             assert_distribution(answer)
 

@@ -39,7 +39,7 @@ def test_results_come_back_in_input_order_each_answering_its_own_state(stub):
     for r, (_, state) in zip(result.results, items):
         assert r.ok and r.response.answers["team"].choice == state.split("want=")[1].split()[0]
         assert (r.response.answers["spam"].noul > 0.5) == ("truth=yes" in state)
-    asked = Counter(s for p in stub.prompts() for _, s in items if f"\n{s}\n" in p)
+    asked = Counter(s for p in stub.prompts() for _, s in items if f"<state>\n{s}" in p)
     assert stub.requests == 24 and asked == {s: 2 for _, s in items}  # each state once per question
 
 

@@ -12,7 +12,7 @@ from jev_shared import ProviderError
 
 from . import kinds as k
 from .cells import ALL
-from .conftest import STATE, engine, questions
+from .conftest import MARKER, STATE, engine, questions
 from .replies import prompt_text, sent_schema
 from .server import FaultServer
 
@@ -70,3 +70,31 @@ def test_an_echoed_key_is_redacted_from_the_error(fault_server: FaultServer, ask
     assert fault_server.marked()[0].headers.get("authorization", fault_server.marked()[0].headers.get("x-api-key", ""))
     for text in (str(err), repr(err), err.provider_message, *map(str, err.args)):
         assert key not in text and "leak" not in text
+
+
+def _window_reply(*pairs: tuple[str, float]) -> Any:
+    from . import replies as r
+    from .server import json_reply
+
+    return lambda req: json_reply(r.tokens_reply(req, r.window(list(pairs))))
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
+def test_a_continuation_asks_the_server_to_continue_and_drops_what_it_refuses(
+        fault_server: FaultServer, ask: Any, sync: bool) -> None:
+    """vLLM continues a final assistant message only when told; a strict server refuses the fields."""
+    from jev_shared import Choice
+
+    q = {"q": Choice(instructions=f"{MARKER}: which?", criteria={"billing": "", "bills": ""})}
+    fault_server.arm([_window_reply(("bill", -0.1), ("x", -3.0)),
+                      k.error(400, "Unrecognized request argument supplied: continue_final_message",
+                              param="continue_final_message"),
+                      _window_reply(("s", -0.2), ("ing", -2.0))])
+    client = engine(fault_server.url, "chat_completions", sync, labels="names")
+    resp = ask(client, STATE, q, method="logprobs")
+    first, refused, retried = (req.body for req in fault_server.requests)
+    assert "continue_final_message" not in first and first["messages"][-1]["role"] == "user"
+    assert refused["continue_final_message"] is True and refused["add_generation_prompt"] is False
+    assert refused["messages"][-1] == {"role": "assistant", "content": "bill"}
+    assert "continue_final_message" not in retried and retried["add_generation_prompt"] is False
+    assert resp.answers["q"].choice == "bills" and resp.usage.n_calls == 3
