@@ -22,6 +22,7 @@ from .calls import Budget, Flow
 from .errors import ClientCapabilityError, InvalidQuestionError, UnsupportedMethodError
 from .flows import Ask, answer
 from .hosted import hosted_flow, refuse_llm_options, systemone_client
+from .labels import token_checked_aliases
 from .layout import choose_layout
 from .memory import Memory
 from .methods import TOKEN_READOUT
@@ -45,6 +46,11 @@ class _Plan:
     #: Requests in flight at once: 1 when layout="auto" shares the state (the next question must reach its slot).
     concurrency: int = 8
     layout: dict[str, Any] | None = None
+
+
+def _first_token(tokenize: Callable[[str], Any], word: str) -> Any:
+    ids = list(tokenize(word))
+    return ids[0] if ids else None
 
 
 class _ClientCore:
@@ -72,6 +78,7 @@ class _ClientCore:
         _check_client(client, api, self._speaks)
         tokenize = getattr(client, "jev_tokenize", None)
         self._tokenize = tokenize if inspect.ismethod(tokenize) or inspect.isfunction(tokenize) else None
+        self._checked_aliases: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...] | None] = {}
         self.client = _plain_client(client)
         #: Applied to every answer: "auto" is the calibration shipped for the model (the embedded default
         #: has one), None none; the router, gate, guard and selectors take it through this client.
@@ -97,6 +104,7 @@ class _ClientCore:
         check_timeout(timeout, InvalidQuestionError)
         preps = prepare_questions(state, questions, opts.method, opts.examples, examples, opts.labels)
         self._refuse_what_the_surface_cannot_carry(opts, examples)
+        preps = self._token_checked(preps, opts)
         debug = opts.debug if debug is None else debug
         budget = Budget.of(opts.timeout if timeout is None else timeout)
         records = [Record(debug) for _ in preps]
@@ -107,6 +115,24 @@ class _ClientCore:
         flows = [answer(Ask(p, state, opts, self._memory, self._speaks, r)) for p, r in zip(preps, records)]
         scout = self._memory.needs_scout(opts.model, opts.api, self._speaks, len(preps))
         return _Plan(preps, flows, records, scout, budget, time.perf_counter(), debug, concurrency, why)
+
+    def _token_checked(self, preps: list[Prepared], opts: Options) -> list[Prepared]:
+        """Choice names the server's tokenizer does not tell apart at the first token get answer words
+        it does (``labels.token_checked_aliases``), found once per option set; no tokenizer, no change."""
+        if self._tokenize is None or opts.labels != "names" or opts.hosted or opts.method not in (*TOKEN_READOUT, "auto"):
+            return preps
+        return [self._with_checked_aliases(p) if p.kind == "choice" else p for p in preps]
+
+    def _with_checked_aliases(self, prep: Prepared) -> Prepared:
+        key = (prep.keys, prep.descriptions)
+        if key not in self._checked_aliases:
+            try:
+                first = partial(_first_token, self._tokenize)
+                self._checked_aliases[key] = token_checked_aliases(prep.keys, prep.descriptions, first)
+            except Exception:  # noqa: BLE001 - a tokenizer that fails leaves the names' own aliases
+                self._checked_aliases[key] = None
+        aliases = self._checked_aliases[key]
+        return dataclasses.replace(prep, aliases=aliases) if aliases else prep
 
     def _resolve_layout(self, opts: Options, preps: list[Prepared], state: Any) -> tuple[Options, int, Any]:
         """layout="auto": state_last, or split with the questions in turn when that reads fewer tokens."""

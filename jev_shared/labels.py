@@ -131,6 +131,26 @@ def aliases_for(names: Sequence[str], descriptions: Sequence[str] = ()) -> tuple
     return aliases
 
 
+def _first_tokens_differ(words: Sequence[str], first_token: Callable[[str], object]) -> bool:
+    firsts = [first_token(w) for w in words]
+    return len(set(firsts)) == len(firsts)
+
+
+def token_checked_aliases(keys: Sequence[str], descriptions: Sequence[str],
+                          first_token: Callable[[str], object]) -> tuple[str, ...] | None:
+    """The answer words the server's tokenizer tells apart at the first token, where the names' own
+    (or their aliases) do not: each description's own first word (``shipping`` / ``shipment`` both
+    start with ``ship``; ``delivery`` / ``returns`` do not), which keeps the read to one call. None
+    when the aliases are already told apart, or nothing better is (a continuation reads the prefix)."""
+    aliases = aliases_for(keys, descriptions)
+    if _first_tokens_differ(aliases, first_token):
+        return None
+    if len(descriptions) != len(aliases) or not all(descriptions):
+        return None
+    described = _described(aliases, descriptions)
+    return described if described != aliases and _first_tokens_differ(described, first_token) else None
+
+
 def name_fold(names: Sequence[str]) -> Fold:
     """A token counts for an option name when it starts that name (case-insensitive, spaces and
     punctuation stripped); a token that starts several names is AMBIGUOUS."""
@@ -181,7 +201,7 @@ FALLBACK_TRUST = 0.95
 def named_format(prep: Prepared) -> tuple[AnswerFormat, Fold]:
     """Answer with the option's own name (or its alias): keys for choice, digits for score, yes/no for noul."""
     if prep.kind == "choice":
-        aliases = aliases_for(prep.keys, prep.descriptions)
+        aliases = prep.aliases or aliases_for(prep.keys, prep.descriptions)
         return AnswerFormat(symbols=aliases), name_fold(aliases)
     if prep.kind == "score":
         return AnswerFormat(symbols=prep.keys), digit_fold(len(prep.keys))
@@ -195,7 +215,8 @@ def style_for(prep: Prepared, labels: str) -> LabelStyle:
     fmt, fold = named_format(prep)
     note = None
     if prep.kind == "choice" and fmt.symbols != prep.keys:
-        note = "option names share a first word; answered as " + ", ".join(
+        why = "share a first token in the server's tokenizer" if prep.aliases else "share a first word"
+        note = f"option names {why}; answered as " + ", ".join(
             f"{a}={k}" for a, k in zip(fmt.symbols or (), prep.keys) if a != k)
     return LabelStyle(fmt, fold, floor=True, note=note, named_choice=prep.kind == "choice")
 

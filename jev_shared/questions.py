@@ -95,6 +95,8 @@ class Prepared:
     descriptions: tuple[str, ...]
     labels: tuple[str, ...]
     examples: tuple[Example, ...] = ()
+    #: Answer words picked with the server's tokenizer (labels.token_checked_aliases); None: by name alone.
+    aliases: tuple[str, ...] | None = None
 
     @property
     def kind(self) -> str:

@@ -235,3 +235,35 @@ def test_debias_auto_is_on_for_zero_shot_where_the_client_says_it_was_measured()
     plain = FixedWindow([("billing", -0.1), ("sales", -1.0)])
     SystemOneClient(plain, model="m").system_one("x", {"team": TEAM})
     assert len(plain.requests) == 1  # a client nobody measured: off
+
+
+def test_names_the_tokenizer_cannot_tell_apart_are_answered_by_description_words():
+    """"shipping" and "shipment" differ as words but share their first token: with the server's
+    tokenizer the engine knows before asking, and answers by words it does tell apart (one call)."""
+    q = Choice(instructions="Which?", criteria={"shipping": "delivery and tracking of parcels",
+                                                "shipment": "returns of goods sent back", "billing": "invoices"})
+    fake = FixedWindow([("returns", -0.1), ("delivery", -2.0), ("invoices", -3.0)])
+    asked: list[str] = []
+
+    def tokenize(text: str) -> list[int]:  # a stand-in for llama.cpp's /tokenize: "ship" is one token
+        asked.append(text)
+        return [hash(text[:4]), hash(text[4:])]
+
+    fake.jev_tokenize = tokenize
+    client = SystemOneClient(fake, model="m", labels="names", debug=True)
+    resp = client.system_one("x", {"q": q})
+    assert resp.answers["q"].choice == "shipment" and resp.usage.n_calls == 1
+    system = fake.requests[0]["messages"][0]["content"]
+    assert "returns: returns of goods sent back" in system and "delivery: delivery and tracking" in system
+    assert "server's tokenizer" in resp.debug["labels_fallback"]["q"]
+    n = len(asked)
+    client.system_one("y", {"q": q})
+    assert len(asked) == n  # checked once per option set
+
+
+def test_names_the_tokenizer_tells_apart_keep_their_own_words():
+    fake = FixedWindow([("billing", -0.1), ("technical", -2.0)])
+    fake.jev_tokenize = lambda text: [hash(text)]
+    client = SystemOneClient(fake, model="m", labels="names")
+    assert client.system_one("x", {"team": TEAM}).answers["team"].choice == "billing"
+    assert "billing, technical, sales" in fake.requests[0]["messages"][0]["content"]

@@ -213,3 +213,18 @@ def test_debug_redacts_credentials_and_logs(local_server, caplog):
 def test_unknown_local_model_is_a_clear_error():
     with pytest.raises(LocalModelError, match="unknown local model"):
         LocalServer(model="gpt-17")
+
+
+def test_names_sharing_a_first_token_are_checked_with_the_servers_tokenizer(local_server):
+    """In SmolLM2's vocabulary "billing" and "bills" both start with "b" (/tokenize): the client that
+    LocalServer made knows it before asking, and answers by description words it tells apart."""
+    assert local_server.tokenize("billing")[0] == local_server.tokenize("bills")[0]
+    q = Choice(instructions="Which team?", criteria={"billing": "charges and refunds", "bills": "paper invoices by post",
+                                                     "technical": "crashes and errors"})
+    client = SystemOneClient(local_server.client(), model=local_server.model, debug=True)
+    resp = client.system_one(TICKET, {"team": q})
+    system = resp.debug["questions"]["team"]["attempts"][0]["data"]["messages"][0]["content"]
+    words = system.split("(")[-1].split(")")[0].split(", ")  # "Answer with exactly one option name (…)"
+    assert words == ["charges", "paper", "crashes"]
+    assert len({local_server.tokenize(w)[0] for w in words}) == 3
+    assert resp.usage.n_calls == 1 and set(resp.answers["team"].probabilities) == {"billing", "bills", "technical"}
