@@ -177,4 +177,4 @@ BUILDERS: dict[str, Callable[..., Contender]] = {
 }
 
 
-DEFAULT = ["bare", "jev-names", "jev-debias", "jev-letters", "jev-auto", "langchain", "llamaindex", "jevper"]
+DEFAULT = ["bare", "jev-default", "jev-names", "jev-debias", "jev-letters", "jev-auto", "langchain", "llamaindex", "jevper"]

@@ -13,6 +13,7 @@ Each function reads one :class:`Ask` and writes only to ``ask.record``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from .memory import Memory
 from .methods import TOKEN_READOUT, answer_format, example_json, request_fields
 from .options import Options
 from .prompt import render, symbols_of
-from .questions import MAX_SINGLE_TOKEN_LABELS, Prepared
+from .questions import MAX_SINGLE_TOKEN_LABELS, Prepared, example_key
 from .readout import Readout, divide_prior, humble, read_labels, softmax_labels
 from .record import Record
 from .surfaces import (
@@ -187,9 +188,9 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
     if style.fallback:
         ro.probs = humble(ro.probs, FALLBACK_TRUST)
         rec.readout["fallback_trust"] = FALLBACK_TRUST
-    if not (opts.debias is True or (opts.debias == "auto" and not prep.examples)):
+    prior = yield from debias_prior(ask, method, style, surface)
+    if prior is None:
         return ro.probs
-    prior = yield from content_free_prior(ask, method, style, surface)
     rec.prior = dict(zip(symbols, prior))
     rec.readout["prior"] = rec.prior
     return divide_prior(ro.probs, prior)
@@ -208,17 +209,59 @@ def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, 
     return ro
 
 
+def debias_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float] | None]:
+    """The lean to divide out, or None. Examples that show every option: their own (leave-one-out);
+    no examples: the content-free states'; examples that leave options out: content-free under
+    ``debias=True`` only (measured to over-correct, docs/decisions.md)."""
+    prep, debias = ask.prep, ask.options.debias
+    if debias is False:
+        return None
+    if shows_every_option(prep):
+        return (yield from examples_prior(ask, method, style, surface))
+    if prep.examples and debias == "auto":
+        return None
+    return (yield from content_free_prior(ask, method, style, surface))
+
+
+def shows_every_option(prep: Prepared) -> bool:
+    return len(prep.examples) >= 2 and {example_key(prep, ex.answer) for ex in prep.examples} == set(prep.keys)
+
+
 def content_free_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float]]:
-    """debias=True: the answer to content-free states, asked once per prompt and model, then remembered."""
-    prep, opts = ask.prep, ask.options
-    symbols = symbols_of(prep, style.fmt)
-    first = render(prep, CONTENT_FREE[0], layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
-    key = (ask.model, surface, method, json.dumps(first, sort_keys=True))
+    """The answer to content-free states, asked once per prompt and model, then remembered."""
+    asks = [(ask.prep, state) for state in CONTENT_FREE]
+    rows = yield from _remembered_rows(ask, method, style, surface, "content-free", asks)
+    return [sum(col) / len(rows) for col in zip(*rows)]
+
+
+def examples_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float]]:
+    """The examples' own lean: each example's state asked with the others as its examples (leave one
+    out); the mean answer per true option, averaged over the options, is what the model adds to
+    in-domain states whatever they say. Asked once per prompt and model, then remembered."""
+    prep = ask.prep
+    held = [(dataclasses.replace(prep, examples=prep.examples[:i] + prep.examples[i + 1:]), ex.state)
+            for i, ex in enumerate(prep.examples)]
+    rows = yield from _remembered_rows(ask, method, style, surface, "leave-one-out", held)
+    by_option: dict[str, list[list[float]]] = {}
+    for ex, row in zip(prep.examples, rows):
+        by_option.setdefault(example_key(prep, ex.answer), []).append(row)
+    means = [[sum(col) / len(group) for col in zip(*group)] for group in by_option.values()]
+    return [sum(col) / len(means) for col in zip(*means)]
+
+
+def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kind: str,
+                     asks: list[tuple[Prepared, Any]]) -> Flow[list[list[float]]]:
+    """One label distribution per (question, state) asked: the priors' raw material, kept in memory
+    by the prompt they correct (with the state left out), so each is asked once per client."""
+    opts = ask.options
+    symbols = symbols_of(ask.prep, style.fmt)
+    prompt = render(ask.prep, CONTENT_FREE[0], layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
+    key = (ask.model, surface, method, kind, json.dumps(prompt, sort_keys=True))
     known = ask.memory.prior_for(key)
     if known is not None:
         return known
     rows = []
-    for state in CONTENT_FREE:
+    for prep, state in asks:
         messages = render(prep, state, layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
         fields, extra = request_fields(method, prep, opts.method_config, symbols)
         parsed = yield from call(ask, surface, messages, fields, extra)
@@ -227,9 +270,8 @@ def content_free_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -
                                     method=method, fold=style.fold).probs)
         except AmbiguousNamesError as exc:  # a prior needs no continuation: the names it told apart
             rows.append(softmax_labels(symbols, exc.best, exc.returned, "floor", exc.token, method).probs)
-    prior = [sum(col) / len(rows) for col in zip(*rows)]
-    ask.memory.store_prior(key, prior)
-    return prior
+    ask.memory.store_prior(key, rows)
+    return rows
 
 
 def json_pass(ask: Ask, method: str) -> Flow[list[float]]:
@@ -340,5 +382,5 @@ def _has_tokens(logprobs: Any) -> bool:
     return bool(content)
 
 
-__all__ = ["Ask", "answer", "system1", "token_pass", "label_pass", "read_tokens", "content_free_prior", "json_pass",
+__all__ = ["Ask", "answer", "system1", "token_pass", "label_pass", "read_tokens", "content_free_prior", "examples_prior", "json_pass",
            "ask_until_read", "call", "CONTENT_FREE", "Reply"]

@@ -24,7 +24,7 @@ class Memory:
         self._refused: dict[Key, set[str]] = {}  # request fields the server refuses
         self._missing_routes: set[str] = set()  # surfaces that answered 404 under api="auto"
         self._no_distribution: set[Key] = set()  # Responses routes whose readout carries no distribution
-        self._priors: dict[tuple[str, ...], list[float]] = {}  # debias: each prompt's content-free answer
+        self._priors: dict[tuple[str, ...], list[list[float]]] = {}  # debias: each prompt's prior answers
         self._scouted: set[str] = set()  # models that answered a call: api="auto" knows their surface
 
     # -- which surface and method -----------------------------------------------------------------
@@ -104,10 +104,10 @@ class Memory:
 
     # -- debias priors ----------------------------------------------------------------------------
 
-    def prior_for(self, key: tuple[str, ...]) -> list[float] | None:
+    def prior_for(self, key: tuple[str, ...]) -> list[list[float]] | None:
         with self._lock:
             return self._priors.get(key)
 
-    def store_prior(self, key: tuple[str, ...], prior: list[float]) -> None:
+    def store_prior(self, key: tuple[str, ...], rows: list[list[float]]) -> None:
         with self._lock:
-            self._priors[key] = prior
+            self._priors[key] = rows

@@ -267,3 +267,50 @@ def test_names_the_tokenizer_tells_apart_keep_their_own_words():
     client = SystemOneClient(fake, model="m", labels="names")
     assert client.system_one("x", {"team": TEAM}).answers["team"].choice == "billing"
     assert "billing, technical, sales" in fake.requests[0]["messages"][0]["content"]
+
+
+def _probs(window):
+    z = sum(math.exp(lp) for _, lp in window)
+    return [math.exp(lp) / z for _, lp in window]
+
+
+def test_examples_that_show_every_option_are_their_own_calibration_set():
+    """Each example asked with the others as its examples (leave one out): the mean answer is the
+    model's lean on in-domain states, divided out like the content-free prior (docs/decisions.md)."""
+    from jev_shared import Example
+    from jev_shared.readout import divide_prior
+
+    shots = [Example(state="refund me", answer="billing"), Example(state="app crashes", answer="technical"),
+             Example(state="buy more seats", answer="sales")]
+    real = [("billing", -0.4), ("technical", -1.5), ("sales", -2.0)]
+    loo = [[("billing", -0.2), ("technical", -2.5), ("sales", -3.0)],  # billing's own example: leans billing
+           [("billing", -0.9), ("technical", -0.8), ("sales", -3.0)],
+           [("billing", -0.7), ("technical", -2.5), ("sales", -1.0)]]
+    fake = FixedWindow(real, *loo, real)
+    fake.jev_debias_zero_shot = True  # the model debias="auto" was measured on
+    client = SystemOneClient(fake, model="m", debug=True)
+    resp = client.system_one("my invoice is wrong", {"team": TEAM}, examples=shots)
+    assert resp.usage.n_calls == 4
+    for req, held in zip(fake.requests[1:], shots):
+        msgs = req["messages"]
+        assert sum(m["role"] == "assistant" for m in msgs) == 2  # the other two examples
+        assert msgs[-1]["content"].endswith(held.state) and held.state not in "".join(m["content"] for m in msgs[:-1])
+    prior = [sum(col) / 3 for col in zip(*(_probs(w) for w in loo))]
+    expected = divide_prior(_probs(real), prior)
+    assert list(resp.answers["team"].probabilities.values()) == pytest.approx(expected)
+    assert resp.debug["priors"]["team"] == pytest.approx(dict(zip(["billing", "technical", "sales"], prior)))
+    again = client.system_one("another ticket", {"team": TEAM}, examples=shots)
+    assert again.usage.n_calls == 1  # remembered for the prompt
+
+
+def test_examples_that_leave_an_option_out_are_not_debiased_by_default():
+    from jev_shared import Example
+
+    shots = [Example(state="refund me", answer="billing"), Example(state="app crashes", answer="technical")]
+    fake = FixedWindow([("billing", -0.4), ("technical", -1.5), ("sales", -2.0)])
+    fake.jev_debias_zero_shot = True
+    resp = SystemOneClient(fake, model="m").system_one("x", {"team": TEAM}, examples=shots)
+    assert resp.usage.n_calls == 1 and "priors" not in resp.debug
+    off = SystemOneClient(fake, model="m", debias=False).system_one(
+        "x", {"team": TEAM}, examples=[*shots, Example(state="seats", answer="sales")])
+    assert off.usage.n_calls == 1
