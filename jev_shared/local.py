@@ -280,7 +280,7 @@ class LocalServer:
         """llama.cpp's Responses route carries no logprobs: the engine goes to Chat Completions at once
         (no Responses try, no scout), and counts tokens with the server's own tokenizer."""
         client.jev_surfaces = ("chat_completions",)
-        # debias="auto" is on for zero-shot questions where it was measured to win (docs/decisions.md)
+        # debias="auto" is on where it was measured to win: this model, zero-shot and with examples (docs/decisions.md)
         client.jev_debias_zero_shot = self.model == DEMO_MODEL
         client.jev_tokenize = self.tokenize
         return client
