@@ -230,8 +230,7 @@ def shows_every_option(prep: Prepared) -> bool:
 def content_free_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float]]:
     """The answer to content-free states, asked once per prompt and model, then remembered."""
     asks = [(ask.prep, state) for state in CONTENT_FREE]
-    rows = yield from _remembered_rows(ask, method, style, surface, "content-free", asks)
-    return [sum(col) / len(rows) for col in zip(*rows)]
+    return _mean((yield from _remembered_rows(ask, method, style, surface, "content-free", asks)))
 
 
 def examples_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float]]:
@@ -245,8 +244,11 @@ def examples_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Fl
     by_option: dict[str, list[list[float]]] = {}
     for ex, row in zip(prep.examples, rows):
         by_option.setdefault(example_key(prep, ex.answer), []).append(row)
-    means = [[sum(col) / len(group) for col in zip(*group)] for group in by_option.values()]
-    return [sum(col) / len(means) for col in zip(*means)]
+    return _mean([_mean(group) for group in by_option.values()])
+
+
+def _mean(rows: list[list[float]]) -> list[float]:
+    return [sum(col) / len(rows) for col in zip(*rows)]
 
 
 def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kind: str,
