@@ -38,7 +38,7 @@ class FaultServer(Loopback):
             self._script = list(faults)
             self._forever = faults[-1] if forever and faults else None
 
-    def respond(self, req: Request) -> Action:
+    def handle(self, req: Request) -> Action:
         with self.lock:
             if not req.marked:
                 fault = self.good

@@ -1,6 +1,6 @@
 """One loopback HTTP server for every test and bench that needs real sockets.
 
-It answers each POST with ``respond(request)`` (a handler of :mod:`tests.helpers.wire`, the same the
+It answers each POST with ``handle(request)`` (a handler of :mod:`tests.helpers.wire`, the same the
 in-process provider takes), after ``latency_s``, in a thread per request so concurrency is real.
 Every request is recorded on ``log`` unless ``record=False`` (a bench's long run). A
 :class:`~tests.helpers.wire.Reset` closes the socket with an RST; a :class:`~tests.helpers.wire.Hang`
@@ -34,11 +34,11 @@ class _Server(ThreadingHTTPServer):
 
 
 class Loopback:
-    """``with Loopback(handler) as srv: srv.base_url, srv.log``; subclasses override :meth:`respond`."""
+    """``with Loopback(handler) as srv: srv.base_url, srv.log``; subclasses override :meth:`handle`."""
 
     def __init__(self, respond: Handler | None = None, *, latency_s: float = 0.0, record: bool = True) -> None:
         self._respond = respond
-        self.latency_s = latency_s
+        self.wait_s = latency_s
         self.record = record
         self.log: list[Request] = []
         self.lock = threading.Lock()
@@ -59,8 +59,8 @@ class Loopback:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.base_url = self.url + "/v1"
 
-    def respond(self, req: Request) -> Any:
-        """The reply to one request (the handler given, by default)."""
+    def handle(self, req: Request) -> Any:
+        """The reply to one request (the handler given, by default); subclasses override it."""
         assert self._respond is not None, "Loopback needs a handler or a respond() of its own"
         return self._respond(req)
 
@@ -68,9 +68,9 @@ class Loopback:
         if self.record:
             with self.lock:
                 self.log.append(req)
-        if self.latency_s:
-            time.sleep(self.latency_s)
-        self._write(handler, act(self.respond, req))
+        if self.wait_s:
+            time.sleep(self.wait_s)
+        self._write(handler, act(self.handle, req))
 
     def _write(self, handler: BaseHTTPRequestHandler, action: Action) -> None:
         if isinstance(action, Hang):
