@@ -68,14 +68,14 @@ def chat_json(answer: Any, **kw: Any) -> dict[str, Any]:
 
 
 def responses(parts: list[dict[str, Any]], status: str = "completed", reason: str | None = None,
-              before: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+              before: list[dict[str, Any]] | None = None, *, usage: tuple[int, int] = (90, 1)) -> dict[str, Any]:
     """A Responses reply: ``parts`` in one assistant message, after the items ``before`` (reasoning)."""
     output = list(before or [])
     if parts:
         output.append({"type": "message", "id": "msg_test", "status": status, "role": "assistant", "content": parts})
     return {"id": "resp_test", "object": "response", "created_at": 0, "status": status, "model": "test-model",
             "output": output, "incomplete_details": {"reason": reason} if reason else None,
-            "usage": {"input_tokens": 90, "output_tokens": 1, "total_tokens": 91}}
+            "usage": {"input_tokens": usage[0], "output_tokens": usage[1], "total_tokens": sum(usage)}}
 
 
 def output_text(text: str, logprobs: Any = None) -> dict[str, Any]:
@@ -98,12 +98,13 @@ def text_block(text: Any) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
-def tokens_reply(req: Request, entries_: Any, *, finish: str = "length") -> dict[str, Any]:
+def tokens_reply(req: Request, entries_: Any, *, finish: str = "length",
+                 usage: tuple[int, int] = (90, 1)) -> dict[str, Any]:
     """A one-token reply on the request's surface carrying ``entries_`` as its logprobs content."""
     text = str(entries_[0]["token"]) if isinstance(entries_, list) and entries_ else ""
     if req.surface == "responses":
-        return responses([output_text(text, entries_)])
-    return chat(text, {"content": entries_} if entries_ is not None else None, finish)
+        return responses([output_text(text, entries_)], usage=usage)
+    return chat(text, {"content": entries_} if entries_ is not None else None, finish, usage=usage)
 
 
 def text_reply(req: Request, text: str) -> dict[str, Any]:
@@ -150,9 +151,9 @@ def in_turn(*answers: Any) -> Handler:
     return handle
 
 
-def windows(*windows_: Window) -> Handler:
+def windows(*windows_: Window, usage: tuple[int, int] = (10, 1)) -> Handler:
     """Each request gets a one-token reply carrying the next window (the last repeated), on its surface."""
-    return in_turn(*(lambda req, w=w: tokens_reply(req, window(w)) for w in windows_))
+    return in_turn(*(lambda req, w=w: tokens_reply(req, window(w), usage=usage) for w in windows_))
 
 
 def fails(status: int = 400, message: str = "the provider is down", **kw: Any) -> Handler:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import httpx
+import openai
 import pytest
 from langchain_core.decisions import BaseDecisionModel, ChoiceAnswer, ClassifierResponse, NoulAnswer
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -21,7 +22,7 @@ from .fakes import FIRST, SECOND, FakeOpenAI, ScriptedChatModel, fake_client
 ROOT = Path(__file__).resolve().parents[2]  # the checkout, where pyproject.toml lists py.typed
 
 
-def letters(fake: FakeOpenAI) -> SystemOneClient:
+def letters(fake: openai.OpenAI) -> SystemOneClient:
     return SystemOneClient(fake, model="fake", labels="letters")
 
 
@@ -30,7 +31,7 @@ def test_configurable_fields_rebuild_the_router():
     router = JevRouter(letters(fake), {"a": ("A things", RunnableLambda(lambda x: "ran a")), "b": "B things"},
                        min_confidence=0.99).configurable_fields(min_confidence=ConfigurableField(id="mc"))
     assert router.with_config(configurable={"mc": 0.5}).invoke("x") == "ran a"  # 0.99 would raise: P(a) ~ 0.95
-    assert len(fake.calls) == 1
+    assert len(fake.wire) == 1
 
 
 def test_chat_openai_on_the_responses_api_is_a_backend():
@@ -87,7 +88,7 @@ def test_two_tool_guard_middlewares_share_one_agent():
     out = agents.create_agent(model, [wire, delete], middleware=guards).invoke({"messages": [HumanMessage("go")]})
     by_id = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
     assert by_id["c1"].status == "error" and by_id["c2"].content == "deleted"
-    assert len(wire_fake.calls) == 1 and len(delete_fake.calls) == 1
+    assert len(wire_fake.wire) == 1 and len(delete_fake.wire) == 1
 
 
 @tool(response_format="content_and_artifact")
@@ -112,7 +113,7 @@ def test_guard_tool_passes_criteria_n_messages_examples_and_copies_the_tool():
     assert guarded.metadata == {"owner": "ops"} and guarded.handle_tool_error is True
     msg = guarded.invoke({"type": "tool_call", "name": "drop_table", "args": {"name": "t1"}, "id": "c1"})
     assert msg.content == "dropped t1" and msg.artifact == {"rows": 3}
-    prompt = json.dumps(fake.calls[0]["messages"])
+    prompt = json.dumps(fake.wire[0]["messages"])
     assert "CRITERION-YES" in prompt and "drop temp" in prompt and "NEW-TURN" in prompt and "OLD-TURN" not in prompt
     assert guarded.invoke({"name": "t2"}) == "dropped t2"
     failed = guarded.invoke({"type": "tool_call", "name": "drop_table", "args": {"name": "missing"}, "id": "c2"})
