@@ -1,10 +1,11 @@
-"""The selectors on their own, on a fake client whose decision is fixed (see conftest.FakeClient)."""
+"""The selectors on their own, on the provider double whose decision is fixed (see conftest.FakeClient)."""
 
 from __future__ import annotations
 
 import asyncio
 import math
 
+import openai
 import pytest
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.query_engine import RouterQueryEngine
@@ -27,7 +28,7 @@ def softmax(lps: list[float]) -> list[float]:
     return [x / sum(ex) for x in ex]
 
 
-def single(respond=WINDOW, **kw) -> tuple[JevSingleSelector, FakeClient]:
+def single(respond=WINDOW, **kw) -> tuple[JevSingleSelector, openai.OpenAI]:
     kw.setdefault("labels", "letters")  # the fake windows hold letters
     fake = FakeClient(respond)
     return JevSingleSelector.from_defaults(fake, model="fake", **kw), fake
@@ -226,7 +227,7 @@ def test_options_past_26_use_a_json_method():
 MULTI_WINDOW = {"A": -3.0, "B": -0.5, "C": -0.9}  # cars ~0.59, planes ~0.39, cats ~0.03
 
 
-def multi(respond=MULTI_WINDOW, **kw) -> tuple[JevMultiSelector, FakeClient]:
+def multi(respond=MULTI_WINDOW, **kw) -> tuple[JevMultiSelector, openai.OpenAI]:
     kw.setdefault("labels", "letters")  # the fake windows hold letters
     fake = FakeClient(respond)
     return JevMultiSelector.from_defaults(fake, model="fake", **kw), fake
