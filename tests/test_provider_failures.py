@@ -19,6 +19,8 @@ from jev_shared import (
     SystemOneClient,
 )
 from jev_shared.errors import LabelReadoutError
+from tests.helpers import provider
+from tests.helpers import replies as r
 
 TEAM = Choice(instructions="Which team?", criteria={"billing": "", "technical": "", "sales": ""})
 TICKET = "I was charged twice."
@@ -175,27 +177,17 @@ def test_openai_minus_9999(documented):
     assert sum(resp.answers["team"].probabilities.values()) == pytest.approx(1.0)
 
 
-class _OneRefuses:
-    """Stand-in client (no real server refuses here): question 'b' is refused, the others answer."""
-
-    def __init__(self):
-        self.chat = self
-        self.completions = self
-        self.calls = 0
-
-    def create(self, **kw):
-        self.calls += 1
-        refused = "Statement: b" in kw["messages"][0]["content"]
-        lp = {"content": [{"token": "A", "logprob": -0.1,
-                           "top_logprobs": [{"token": "A", "logprob": -0.1}, {"token": "B", "logprob": -2.0}]}]}
-        message = {"content": None, "refusal": "no"} if refused else {"content": "A"}
-        return {"choices": [{"message": message, "logprobs": None if refused else lp, "finish_reason": "stop"}]}
+def one_refuses(req):
+    """Question 'b' is refused (a Chat Completions ``refusal``), the others answer; no real server refuses here."""
+    if "Statement: b" in req["messages"][0]["content"]:
+        return r.chat(None, None, "stop", refusal="no")
+    return r.chat("A", r.chat_logprobs([("A", -0.1), ("B", -2.0)]), "stop")
 
 
 def test_one_failing_question_fails_the_whole_call_with_the_first_error_in_order():
-    fake = _OneRefuses()
+    fake = provider(one_refuses)
     client = SystemOneClient(fake, model="m", labels="letters", method="logprobs")
     questions = {q: Noul(instructions=q) for q in ("a", "b", "c")}
     with pytest.raises(ModelRefusalError):
         client.system_one(TICKET, questions)
-    assert fake.calls == 3
+    assert len(fake.wire) == 3

@@ -9,6 +9,7 @@ handler serves :func:`tests.helpers.provider.provider` (the real SDK over ``Mock
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,8 @@ class Request:
     body: Any
     raw: bytes = b""
     method: str = "POST"
+    #: When it arrived (``time.perf_counter()``).
+    at: float = field(default_factory=time.perf_counter)
 
     @property
     def surface(self) -> str:
