@@ -162,7 +162,10 @@ def test_every_package_is_marked_typed(package):
 
 
 class Fixed(BaseDecisionModel):
-    """Another provider's decision model (a real BaseDecisionModel) with fixed answers; records its requests."""
+    """Another provider's decision model (a real BaseDecisionModel) with fixed answers; records its requests.
+
+    Kept as a double on purpose: the test is that our doors take *any* BaseDecisionModel, not ours, so
+    it must be one no provider SDK sits under."""
 
     model: str = "fixed"
     seen: list = []
