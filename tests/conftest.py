@@ -9,6 +9,12 @@ import pytest
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
 
 
+def pytest_configure(config):
+    # the suite's slowest tests (scripts/test.sh prints the ten slowest): `-m "not slow"` for a quick loop
+    config.addinivalue_line("markers", "slow: takes seconds (a subprocess, or a real model generating); "
+                                       "scripts/test.sh runs it, -m 'not slow' skips it")
+
+
 @pytest.fixture(scope="session")
 def local_server():
     """The embedded SmolLM2 server (asked for by name: LocalServer() is Qwen), once per session (about half a second)."""
