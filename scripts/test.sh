@@ -4,7 +4,7 @@
 #   2. openai 2.x with LlamaIndex (whose OpenAI integration needs openai < 3, .venv-openai2),
 #      without the Qwen tests and the gateway tests, which the first pass ran.
 # The Ray test (-m ray) is skipped in both (no Ray installed); .ci/run runs it once in .venv-ray.
-# Each pass ends with its ten slowest tests (--durations=10); -m "not slow" leaves the slowest out.
+# Each pass ends with its ten slowest tests (--durations=10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh .venv dev,local,qwen,langchain,serve,batch
