@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-import anthropic
 import openai
 
 from .replies import in_turn
@@ -156,6 +155,8 @@ def aprovider(handler: Handler | Any, *, delay: float = 0.0, surfaces: Sequence[
 def anthropic_provider(handler: Handler | Any, *, is_async: bool = False, key: str | None = None,
                        **attrs: Any) -> Any:
     """A real ``anthropic.Anthropic`` (or ``AsyncAnthropic``) whose ``/v1/messages`` ``handler`` answers."""
+    import anthropic  # a dev dependency only: the benches that import these helpers need not have it
+
     cls = anthropic.AsyncAnthropic if is_async else anthropic.Anthropic
     return _sdk_client(cls, anthropic, handler, BASE, delay=0.0, is_async=is_async, surfaces=None, attrs=attrs,
                        key=key)
