@@ -100,12 +100,18 @@ def test_429_without_retries_left_is_a_provider_error(documented):
     assert info.value.status_code == 429 and "Rate limit" in str(info.value)
 
 
-def test_a_refused_logprobs_field_is_remembered_at_once(documented):
-    client = engine(method="auto")
-    with documented("documented_400_logprobs_refused") as cas:
+def asked_twice(documented, name: str, **options):
+    """The same question twice on one client, over a documented cassette that must play out in full."""
+    client = engine(**options)
+    with documented(name) as cas:
         first = client.system_one(TICKET, {"team": TEAM})
         second = client.system_one(TICKET, {"team": TEAM})
     assert cas.all_played
+    return first, second
+
+
+def test_a_refused_logprobs_field_is_remembered_at_once(documented):
+    first, second = asked_twice(documented, "documented_400_logprobs_refused", method="auto")
     assert first.debug["methods"] == second.debug["methods"] == {"team": "structured"}
     assert first.usage.n_calls == 2 and second.usage.n_calls == 1
 
@@ -116,11 +122,7 @@ def test_explicit_logprobs_reports_the_refusal(documented):
 
 
 def test_a_refused_optional_field_is_dropped_and_remembered(documented):
-    client = engine(method="logprobs", debug=True)
-    with documented("documented_400_field_refused") as cas:
-        first = client.system_one(TICKET, {"team": TEAM})
-        second = client.system_one(TICKET, {"team": TEAM})
-    assert cas.all_played
+    first, second = asked_twice(documented, "documented_400_field_refused", method="logprobs", debug=True)
     assert first.debug["server_limits"] == ["chat_template_kwargs"]
     attempts = [a["data"] for a in first.debug["questions"]["team"]["attempts"] if a["kind"] == "request"]
     assert "chat_template_kwargs" in attempts[0]["extra_body"]
@@ -130,11 +132,7 @@ def test_a_refused_optional_field_is_dropped_and_remembered(documented):
 
 
 def test_a_refused_value_falls_back_for_that_question_without_caching(documented):
-    client = engine(method="auto")
-    with documented("documented_400_top_logprobs_value") as cas:
-        first = client.system_one(TICKET, {"team": TEAM})
-        second = client.system_one(TICKET, {"team": TEAM})
-    assert cas.all_played
+    first, second = asked_twice(documented, "documented_400_top_logprobs_value", method="auto")
     assert first.debug["methods"] == {"team": "structured"}
     assert second.debug["methods"] == {"team": "logprobs"}  # tried again: nothing was cached
 
