@@ -26,7 +26,7 @@ from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError,
 from .faults import READOUT_FIELDS, cannot_carry, logprobs_value_complaint, refused_field, route_missing, sent_fields
 from .json_readout import parse_object, read_json, strip_think
 from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, names_starting, style_for
-from .memory import Memory
+from .memory import BackendMemory, Memory
 from .methods import TOKEN_READOUT, answer_format, example_json, request_fields
 from .options import Options
 from .prompt import render, symbols_of
@@ -58,9 +58,13 @@ class Ask:
     prep: Prepared
     state: Any  # read in two places only: read_tokens and json_pass render it
     options: Options  # this call's (Options.for_call)
-    memory: Memory
+    memory: BackendMemory  # a whole Memory is taken as its default backend's (tests drive flows by hand)
     speaks: tuple[str, ...]
     record: Record
+
+    def __post_init__(self) -> None:
+        if isinstance(self.memory, Memory):
+            object.__setattr__(self, "memory", self.memory.for_backend(""))
 
     @property
     def model(self) -> str:
@@ -266,6 +270,7 @@ def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kin
     for prep, state in asks:
         messages = render(prep, state, layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
         fields, extra = request_fields(method, prep, opts.method_config, symbols)
+        ask.record.prior_calls += 1
         parsed = yield from call(ask, surface, messages, fields, extra)
         try:
             rows.append(read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",
