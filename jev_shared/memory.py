@@ -213,8 +213,9 @@ class Memory:
 
 
 def cache_path() -> Path:
-    """``memory.json`` in the per-user cache folder the embedded models use (:func:`local.cache_dir`)."""
-    return cache_dir() / FILE_NAME
+    """``$JEV_MEMORY_FILE``, else ``memory.json`` in the per-user cache folder the embedded models use
+    (:func:`local.cache_dir`)."""
+    return Path(os.environ.get("JEV_MEMORY_FILE") or cache_dir() / FILE_NAME)
 
 
 _USER: dict[Path, Memory] = {}
