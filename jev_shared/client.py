@@ -148,7 +148,7 @@ class _ClientCore:
     def check(self, questions: Mapping[str, Any], *, state: Any = None, **options: Unpack[CallOptions]) -> None:
         """Raise what :meth:`system_one` would raise before sending anything (no I/O): the questions, the
         state when given, the per-call options, and what the surface cannot carry."""
-        self._checked("" if state is None else state, questions, **options)
+        self._checked(PREPARE_STATE if state is None else state, questions, **options)
 
     def preview(self, state: Any, questions: Mapping[str, Any], **options: Unpack[CallOptions]) -> list[dict[str, Any]]:
         """The first request each question would send, and its input tokens where the server can count
