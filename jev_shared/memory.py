@@ -160,6 +160,18 @@ class Memory:
             return {"version": VERSION, "backends": {b: v.to_json() for b, v in sorted(self._backends.items())}}
 
     @classmethod
+    def from_json(cls, obj: Any) -> Memory:
+        """A memory from :meth:`to_json`'s value (e.g. sent to Ray actors); ValueError if it is not one."""
+        if not isinstance(obj, dict) or obj.get("version") != VERSION:
+            raise ValueError(f"not a version-{VERSION} memory value")
+        memory = cls()
+        try:
+            memory._backends = {_name(b): _Learned.from_json(v) for b, v in obj["backends"].items()}
+        except (TypeError, KeyError, AttributeError, IndexError) as exc:
+            raise ValueError(f"not a memory value ({type(exc).__name__}: {exc})") from None
+        return memory
+
+    @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Memory:
         """The memory saved at ``path`` (saved back there by :meth:`flush`); a missing file is an empty
         memory, and one that cannot be used is a :class:`MemoryFileWarning` and an empty memory."""

@@ -224,3 +224,14 @@ def test_a_local_server_client_uses_the_user_cache_and_others_their_own(monkeypa
     assert SystemOneClient(sdk, model=MODEL).memory is Memory.user_cache()
     plain = SystemOneClient(openai.OpenAI(base_url="http://127.0.0.1:1/v1", api_key="k"), model=MODEL)
     assert plain.memory is not Memory.user_cache() and plain.memory.path is None
+
+
+def test_a_memory_travels_as_a_value() -> None:
+    """What the driver learned reaches every Ray actor as ``to_json()``: no actor measures again."""
+    memory = Memory()
+    sync_client(Counter(), memory).system_one("x", {"team": TEAM})
+    actor = Memory.from_json(json.loads(json.dumps(memory.to_json())))
+    assert sync_client(Counter(), actor).system_one("y", {"team": TEAM}).usage.n_calls == 1
+    for bad in ({"version": 2, "backends": {}}, {"version": 1, "backends": {"b": {}}}, []):
+        with pytest.raises(ValueError):
+            Memory.from_json(bad)
