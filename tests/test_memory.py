@@ -1,7 +1,7 @@
 """Memory as a public value: shared by clients (threads and tasks), saved and loaded, and never a secret.
 
-The provider here is the real openai SDK over ``httpx.MockTransport`` (no server needed to count
-calls); the two-process test runs real processes on one file.
+The provider here is the suite's provider double, the real openai SDK over ``MockTransport``
+(``tests.helpers``; no server needed to count calls); the two-process test runs real processes on one file.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 import pytest
 
 from jev_shared import AsyncSystemOneClient, Choice, Example, Memory, MemoryFileWarning, Noul, SystemOneClient
 from jev_shared.memory import backend_fingerprint
+from tests.helpers import Request, aprovider, provider
+from tests.helpers import replies as r
 
 MODEL = "qwen2.5-coder-0.5b"  # debias="auto" is on for this model: the priors are what memory saves
 TEAM = Choice(instructions="Which team?", criteria={"billing": "payments", "technical": "bugs"})
@@ -30,42 +31,32 @@ SECRET_STATE = "my card 4111-1111-1111-1111 was charged twice"
 SECRET_KEY = "sk-live-abcdefghijklmnopqrstuvwxyz123456"
 
 
-def _reply(request: httpx.Request) -> httpx.Response:
-    body = json.loads(request.content)
-    text = "".join(m["content"] for m in body["messages"] if isinstance(m.get("content"), str))
+def _reply(request: Request) -> dict:
+    text = "".join(m["content"] for m in request["messages"] if isinstance(m.get("content"), str))
     window = [("yes", -0.3), ("no", -1.4)] if "spam" in text else [("billing", -0.2), ("technical", -1.8)]
-    content = [{"token": window[0][0], "logprob": window[0][1],
-                "top_logprobs": [{"token": t, "logprob": lp} for t, lp in window]}]
-    return httpx.Response(200, json={"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                                     "choices": [{"index": 0, "message": {"role": "assistant", "content": window[0][0]},
-                                                  "logprobs": {"content": content}, "finish_reason": "length"}],
-                                     "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
+    return {**r.chat_tokens(window, usage=(10, 1)), "model": request["model"]}
 
 
 class Counter:
-    """Counts the requests that reach the (mock) server, from any thread."""
+    """A handler that counts the requests reaching the (in-process) server from every client it serves, any thread."""
 
     def __init__(self) -> None:
         self.n = 0
         self.lock = threading.Lock()
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
+    def __call__(self, request: Request) -> dict:
         with self.lock:
             self.n += 1
         return _reply(request)
 
 
 def sync_client(counter: Counter, memory: Memory | None = None, base: str = "http://gpu.internal:8000/v1") -> SystemOneClient:
-    sdk = openai.OpenAI(base_url=base, api_key=SECRET_KEY, http_client=httpx.Client(transport=httpx.MockTransport(counter)))
+    sdk = provider(counter, base_url=base, key=SECRET_KEY, surfaces=None)
     return SystemOneClient(sdk, model=MODEL, api="chat_completions", memory=memory)
 
 
 def async_client(counter: Counter, memory: Memory) -> AsyncSystemOneClient:
-    async def handler(request: httpx.Request) -> httpx.Response:
-        return counter(request)
-
-    sdk = openai.AsyncOpenAI(base_url="http://gpu.internal:8000/v1", api_key=SECRET_KEY,
-                             http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+    sdk = aprovider(counter, base_url="http://gpu.internal:8000/v1", key=SECRET_KEY, surfaces=None)
     return AsyncSystemOneClient(sdk, model=MODEL, api="chat_completions", memory=memory)
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
-import httpx
 import openai
 import pytest
 
 from jev_shared import AsyncSystemOneClient, Choice, Example, InvalidQuestionError, Memory, Noul, SystemOneClient
+from tests.helpers import Request, aprovider, provider
 from tests.test_memory import MODEL, SPAM, TEAM, Counter
 
 SHOTS = [Example(state="refund me please", answer="billing"), Example(state="the app crashes", answer="technical")]
@@ -20,13 +19,17 @@ class Recorder(Counter):
         super().__init__()
         self.bodies: list[dict] = []
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.bodies.append(json.loads(request.content))
+    def __call__(self, request: Request) -> dict:
+        self.bodies.append(request.body)
         return super().__call__(request)
 
 
+def sdk_on(rec: Recorder, **attrs) -> openai.OpenAI:
+    return provider(rec, base_url="http://gpu:8000/v1", key="k", surfaces=None, **attrs)
+
+
 def client_on(rec: Recorder, **kw) -> SystemOneClient:
-    sdk = openai.OpenAI(base_url="http://gpu:8000/v1", api_key="k", http_client=httpx.Client(transport=httpx.MockTransport(rec)))
+    sdk = sdk_on(rec)
     return SystemOneClient(sdk, model=MODEL, api="chat_completions", memory=Memory(), **kw)
 
 
@@ -47,11 +50,7 @@ def test_prepare_pays_the_one_time_costs_so_the_first_decision_is_one_call_a_que
 def test_aprepare_is_the_async_twin() -> None:
     rec = Recorder()
 
-    async def handler(request: httpx.Request) -> httpx.Response:
-        return rec(request)
-
-    sdk = openai.AsyncOpenAI(base_url="http://gpu:8000/v1", api_key="k",
-                             http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+    sdk = aprovider(rec, base_url="http://gpu:8000/v1", key="k", surfaces=None)
     client = AsyncSystemOneClient(sdk, model=MODEL, api="chat_completions", memory=Memory())
 
     async def run() -> tuple:
@@ -96,9 +95,7 @@ def test_preview_shows_the_requests_without_sending_them() -> None:
 
 
 def _with_tokenizer(rec: Recorder):
-    sdk = openai.OpenAI(base_url="http://gpu:8000/v1", api_key="k", http_client=httpx.Client(transport=httpx.MockTransport(rec)))
-    sdk.jev_tokenize = lambda text: text.split()  # a stand-in for llama.cpp's /tokenize
-    return sdk
+    return sdk_on(rec, jev_tokenize=lambda text: text.split())  # a stand-in for llama.cpp's /tokenize
 
 
 def test_per_call_options_reach_the_wire_and_are_checked() -> None:

@@ -139,16 +139,18 @@ def _sdk_client(cls: type, sdk: ModuleType, handler: Handler | Any, base_url: st
 
 
 def provider(handler: Handler | Any, *, delay: float = 0.0, surfaces: Sequence[str] | None = CHAT_ONLY,
-             key: str | None = None, **attrs: Any) -> openai.OpenAI:
-    """A real ``openai.OpenAI`` whose requests ``handler`` answers; they are recorded on ``.wire``."""
-    return _sdk_client(openai.OpenAI, openai, handler, BASE + "/v1", delay=delay, is_async=False,
+             key: str | None = None, base_url: str = BASE + "/v1", **attrs: Any) -> openai.OpenAI:
+    """A real ``openai.OpenAI`` whose requests ``handler`` answers; they are recorded on ``.wire``.
+
+    ``base_url`` only names the backend (a memory is keyed by it): nothing leaves the process."""
+    return _sdk_client(openai.OpenAI, openai, handler, base_url, delay=delay, is_async=False,
                        surfaces=surfaces, attrs=attrs, key=key)
 
 
 def aprovider(handler: Handler | Any, *, delay: float = 0.0, surfaces: Sequence[str] | None = CHAT_ONLY,
-              key: str | None = None, **attrs: Any) -> openai.AsyncOpenAI:
+              key: str | None = None, base_url: str = BASE + "/v1", **attrs: Any) -> openai.AsyncOpenAI:
     """The async twin: a real ``openai.AsyncOpenAI`` (``delay`` awaits, so requests overlap)."""
-    return _sdk_client(openai.AsyncOpenAI, openai, handler, BASE + "/v1", delay=delay, is_async=True,
+    return _sdk_client(openai.AsyncOpenAI, openai, handler, base_url, delay=delay, is_async=True,
                        surfaces=surfaces, attrs=attrs, key=key)
 
 
