@@ -123,13 +123,24 @@ def transport(http: ModuleType, handler: Handler | Any, wire: Wire, *, delay: fl
     return http.MockTransport(answer)
 
 
+def http_client(handler: Handler | Any, *, is_async: bool = False, sdk: ModuleType = openai) -> Any:
+    """The SDK's own http client over the in-process transport, for a framework that builds the SDK client
+    itself (``ChatOpenAI(http_client=...)``); its requests are recorded on ``.wire``."""
+    http = http_of(sdk)
+    wire = Wire()
+    client = (http.AsyncClient if is_async else http.Client)(
+        transport=transport(http, handler, wire, is_async=is_async))
+    client.wire = wire
+    return client
+
+
 def _sdk_client(cls: type, sdk: ModuleType, handler: Handler | Any, base_url: str, *, delay: float, is_async: bool,
                 surfaces: Sequence[str] | None, attrs: dict[str, Any], key: str | None) -> Any:
     http = http_of(sdk)
     wire = Wire()
-    http_client = (http.AsyncClient if is_async else http.Client)(
+    http_client_ = (http.AsyncClient if is_async else http.Client)(
         transport=transport(http, handler, wire, delay=delay, is_async=is_async))
-    client = cls(base_url=base_url, api_key=key or api_key(), max_retries=0, http_client=http_client)
+    client = cls(base_url=base_url, api_key=key or api_key(), max_retries=0, http_client=http_client_)
     client.wire = wire
     if surfaces is not None:
         client.jev_surfaces = tuple(surfaces)

@@ -75,6 +75,7 @@ def responses(parts: list[dict[str, Any]], status: str = "completed", reason: st
         output.append({"type": "message", "id": "msg_test", "status": status, "role": "assistant", "content": parts})
     return {"id": "resp_test", "object": "response", "created_at": 0, "status": status, "model": "test-model",
             "output": output, "incomplete_details": {"reason": reason} if reason else None,
+            "parallel_tool_calls": False, "tool_choice": "auto", "tools": [],
             "usage": {"input_tokens": usage[0], "output_tokens": usage[1], "total_tokens": sum(usage)}}
 
 

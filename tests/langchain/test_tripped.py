@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import httpx
 import openai
 import pytest
 from langchain_core.decisions import BaseDecisionModel, ChoiceAnswer, ClassifierResponse, NoulAnswer
@@ -37,22 +36,18 @@ def test_configurable_fields_rebuild_the_router():
 def test_chat_openai_on_the_responses_api_is_a_backend():
     from langchain_openai import ChatOpenAI
 
-    bodies: list[dict] = []
+    from tests.helpers import replies as r
+    from tests.helpers.provider import http_client
 
-    def respond(request: httpx.Request) -> httpx.Response:
-        bodies.append(json.loads(request.content))
-        text = '{"noul": 0.9}' if bodies[-1].get("text") else "yes"
-        return httpx.Response(200, json={
-            "id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-4o-mini", "status": "completed",
-            "output": [{"type": "message", "id": "m1", "role": "assistant", "status": "completed",
-                        "content": [{"type": "output_text", "text": text, "annotations": []}]}],
-            "usage": {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7},
-            "parallel_tool_calls": False, "tool_choice": "auto", "tools": []})
+    def respond(request):
+        text = '{"noul": 0.9}' if request.get("text") else "yes"
+        return r.responses([r.output_text(text)], usage=(5, 2))
 
-    llm = ChatOpenAI(model="gpt-4o-mini", use_responses_api=True, api_key="test-key", max_retries=0,
-                     http_client=httpx.Client(transport=httpx.MockTransport(respond)))
+    http = http_client(respond)
+    llm = ChatOpenAI(model="gpt-4o-mini", use_responses_api=True, api_key="test-key", max_retries=0, http_client=http)
     assert JevGate(llm, "The message is polite.").decide("thanks!").probability == pytest.approx(0.9)
-    assert bodies and all("logprobs" not in b and "top_logprobs" not in b for b in bodies)
+    assert http.wire.paths and set(http.wire.paths) == {"/v1/responses"}
+    assert all("logprobs" not in b and "top_logprobs" not in b for b in http.wire.bodies)
 
 
 def test_input_schema_keeps_the_branch_fields_so_as_tool_works():
