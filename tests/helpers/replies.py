@@ -8,6 +8,7 @@ end turn them into functions of the request (see :mod:`tests.helpers.wire`).
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -144,9 +145,11 @@ def error_reply(req: Request, status: int, message: str, *, param: str | None = 
 def in_turn(*answers: Any) -> Handler:
     """Each request gets the next answer, the last repeated; an answer is a body, a Reply or a handler."""
     queue = list(answers)
+    lock = threading.Lock()  # requests on threads take their turns one at a time
 
     def handle(req: Request) -> Any:
-        answer = queue.pop(0) if len(queue) > 1 else queue[0]
+        with lock:
+            answer = queue.pop(0) if len(queue) > 1 else queue[0]
         return answer(req) if callable(answer) else answer
 
     return handle
