@@ -52,11 +52,8 @@ def refused(status: int, message: str, **fields) -> ProviderError:
 
 
 def chat_reply(content: str, window: list[tuple[str, float]] | None = None) -> Reply:
-    choice = {"message": {"content": content}, "finish_reason": "length" if window else "stop"}
-    if window:
-        choice["logprobs"] = {"content": [{"token": window[0][0], "logprob": window[0][1],
-                                           "top_logprobs": [{"token": t, "logprob": v} for t, v in window]}]}
-    return Reply({"choices": [choice], "usage": {"prompt_tokens": 9, "completion_tokens": 1}}, 0.0)
+    """A Chat Completions reply: ``content`` as the answer's text, or one token (``content``) and its window."""
+    return Reply(r.chat_tokens(window) if window else r.chat(content), 0.0)
 
 
 def test_responses_without_logprobs_moves_to_chat_then_a_refused_field_falls_back_to_structured():
