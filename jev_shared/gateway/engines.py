@@ -16,18 +16,11 @@ from typing import Any
 from jev_shared import AsyncSystemOneClient
 
 from .config import Backend, GatewayConfig
+from .errors import UnknownModelError
 from .schema import EngineOptions
 
 #: Option sets beyond the default kept per model; the least recently used is dropped past this.
 MAX_VARIANTS = 16
-
-
-class UnknownModelError(LookupError):
-    """The request names a model the gateway does not serve."""
-
-    def __init__(self, model: str, known: list[str]):
-        self.model = model
-        super().__init__(f"the gateway serves no model {model!r}; it serves {known}")
 
 
 class EnginePool:

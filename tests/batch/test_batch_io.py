@@ -7,8 +7,7 @@ import json
 import pytest
 
 from jev_shared.batch import BatchTotals, Item, ItemResult, decide_batch
-from jev_shared.batch_cli import PlainProgress
-from jev_shared.batch_io import (
+from jev_shared.batch.files import (
     CHARS_PER_TOKEN,
     TOKENS_PER_MESSAGE,
     AnswerLog,
@@ -19,7 +18,8 @@ from jev_shared.batch_io import (
     repair_tail,
     to_decide,
 )
-from jev_shared.batch_report import review_rows, summarize
+from jev_shared.batch.report import review_rows, summarize
+from jev_shared.cli.decide_batch import PlainProgress
 from tests.batch.conftest import QUESTIONS
 from tests.batch.test_batch_api import sync_client, tickets
 

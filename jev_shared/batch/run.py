@@ -27,9 +27,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from .answers import SystemOneResponse
-from .errors import InvalidQuestionError
-from .questions import prepare_questions
+from jev_shared import InvalidQuestionError, SystemOneResponse, wire_error
+from jev_shared.questions import prepare_questions  # until client.check (issue 27) is public
 
 #: In input order, finished items may wait this many times ``concurrency`` for a slow one ahead of them.
 ORDER_LOOKAHEAD = 4
@@ -55,11 +54,8 @@ def as_item(value: Any, index: int) -> Item:
 
 
 def error_body(exc: BaseException) -> dict[str, Any]:
-    """The error as ``jev serve`` would put it on the wire (type, redacted message, field), plus its class."""
-    from .gateway.errors import from_exception
-
-    api = from_exception(exc)
-    body = api.body()["error"]
+    """The error as ``jev serve`` would put it on the wire (the engine's own ``wire_error``), plus its class."""
+    body = wire_error(exc)
     body["exception"] = type(exc).__name__
     status = getattr(exc, "status_code", None)
     if status is not None:
