@@ -19,7 +19,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .config import GatewayConfig
 
-_REASONS = {408: b"Request Timeout", 503: b"Service Unavailable"}
+_REASONS = {400: b"Bad Request", 408: b"Request Timeout", 503: b"Service Unavailable"}
 
 
 def raw_error(status: int, kind: str, message: str) -> bytes:
@@ -45,6 +45,10 @@ class GuardedProtocol(HttpToolsProtocol):
                          f"the gateway has {self.limits.max_connections} connections open, its limit")
             return
         self._arm(self.limits.header_timeout_s, "header")
+
+    def send_400_response(self, msg: str) -> None:
+        """A request uvicorn cannot parse as HTTP: the gateway's error shape, not uvicorn's plain text."""
+        self._refuse(400, "bad_request", msg)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
