@@ -49,8 +49,8 @@ def backends(args: argparse.Namespace, stack: ExitStack, command: str = "decide"
     try:
         srv = stack.enter_context(LocalServer(args.model[0]) if args.model else LocalServer())
     except LocalModelError as exc:
-        print(f"jev {command}: the embedded model cannot start: {exc}\n"
-              f"  or pass --backend-url URL --model NAME; from a checkout: {INSTALL_HINT}", file=sys.stderr)
+        print(f"jev {command}: the embedded model cannot start ({exc}); pass --backend-url URL --model NAME, "
+              f"or install it: {INSTALL_HINT}", file=sys.stderr)
         raise SystemExit(2) from None
     print(f"jev: embedded model {srv.model} at {srv.base_url}", file=sys.stderr)
     return {srv.model: Backend(srv.base_url, srv.model, "local", args.backend_api)}
