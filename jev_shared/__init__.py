@@ -16,7 +16,9 @@ from .errors import (
     UnsupportedMethodError,
     wire_error,
 )
+from .memory import Memory, MemoryFileWarning
 from .pair import ClientPair
+from .preparation import Preparation
 from .questions import MAX_CHOICE_OPTIONS, MAX_SINGLE_TOKEN_LABELS, TOKEN_METHODS, Choice, Example, Noul, Score
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "JevError", "InvalidQuestionError", "UnsupportedMethodError", "ClientCapabilityError", "LabelReadoutError",
     "MalformedAnswerError", "ModelRefusalError", "IncompleteAnswerError", "ProviderError", "DecisionTimeoutError",
     "FieldRefusedError", "wire_error", "MAX_SINGLE_TOKEN_LABELS", "MAX_CHOICE_OPTIONS", "TOKEN_METHODS", "ClientPair",
+    "Memory", "MemoryFileWarning", "Preparation",
     "decide_batch", "adecide_batch", "stream_batch", "astream_batch", "BatchResult", "BatchTotals", "ItemResult",
 ]
 __version__ = "0.1.0"

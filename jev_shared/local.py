@@ -278,12 +278,18 @@ class LocalServer:
 
     def mark(self, client: Any) -> Any:
         """llama.cpp's Responses route carries no logprobs: the engine goes to Chat Completions at once
-        (no Responses try, no scout), and counts tokens with the server's own tokenizer."""
+        (no Responses try, no scout), counts tokens with the server's own tokenizer, and keeps what it
+        learns in the per-user cache under a name that outlives this server's port."""
         client.jev_surfaces = ("chat_completions",)
-        # debias="auto" is on where it was measured to win: this model, zero-shot and with examples (docs/decisions.md)
-        client.jev_debias_zero_shot = self.model == DEMO_MODEL
         client.jev_tokenize = self.tokenize
+        client.jev_backend = self.backend_name
+        client.jev_user_cache = True
         return client
+
+    @property
+    def backend_name(self) -> str:
+        """What the engine's memory knows this server by: the model, not the port it got this time."""
+        return f"embedded-llama.cpp:{self.model}"
 
     def tokenize(self, text: str) -> list[int]:
         """Token ids of ``text`` in the model's own tokenizer (llama.cpp's ``/tokenize``)."""

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# Every test starts with an empty memory: what one test's LocalServer client learns (priors, surfaces)
+# must not reach another's through the per-user cache file. Tests of the cache point it at a temp file.
+os.environ["JEV_NO_CACHE"] = "1"
 
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
 

@@ -218,19 +218,18 @@ def test_layout_auto_asks_the_tokenizer_when_the_estimate_is_close():
     assert resp.debug["layout"]["counted"] == "tokenizer" and counted
 
 
-def test_debias_auto_is_on_for_zero_shot_where_the_client_says_it_was_measured():
+def test_debias_auto_is_on_for_zero_shot_on_the_model_it_was_measured_on():
+    """The default belongs to the model, in any spelling a server reports, not to who built the client."""
     from jev_shared import Example
 
-    class Measured(FixedWindow):
-        jev_debias_zero_shot = True
-
+    Measured = FixedWindow
     fake = Measured([("billing", -0.1), ("sales", -1.0)])
-    resp = SystemOneClient(fake, model="m", debug=True).system_one("I was charged twice", {"team": TEAM})
+    resp = SystemOneClient(fake, model="Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF", debug=True).system_one("I was charged twice", {"team": TEAM})
     states = [r["messages"][-1]["content"] for r in fake.requests]
     assert resp.usage.n_calls == 4 and "team" in resp.debug["priors"]  # the answer, then N/A, "" and [MASK]
     assert "N/A" in states[1] and "[MASK]" in states[3]
     shots = Measured([("billing", -0.1), ("sales", -1.0)])
-    SystemOneClient(shots, model="m").system_one("x", {"team": TEAM}, examples=[Example(state="s", answer="sales")])
+    SystemOneClient(shots, model=MEASURED).system_one("x", {"team": TEAM}, examples=[Example(state="s", answer="sales")])
     assert len(shots.requests) == 1  # examples already remove the lean: no prior
     plain = FixedWindow([("billing", -0.1), ("sales", -1.0)])
     SystemOneClient(plain, model="m").system_one("x", {"team": TEAM})
@@ -269,6 +268,9 @@ def test_names_the_tokenizer_tells_apart_keep_their_own_words():
     assert "billing, technical, sales" in fake.requests[0]["messages"][0]["content"]
 
 
+MEASURED = "qwen2.5-coder-0.5b"
+
+
 def _probs(window):
     z = sum(math.exp(lp) for _, lp in window)
     return [math.exp(lp) / z for _, lp in window]
@@ -287,8 +289,7 @@ def test_examples_that_show_every_option_are_their_own_calibration_set():
            [("billing", -0.9), ("technical", -0.8), ("sales", -3.0)],
            [("billing", -0.7), ("technical", -2.5), ("sales", -1.0)]]
     fake = FixedWindow(real, *loo, real)
-    fake.jev_debias_zero_shot = True  # the model debias="auto" was measured on
-    client = SystemOneClient(fake, model="m", debug=True)
+    client = SystemOneClient(fake, model=MEASURED, debug=True, calibrator=None)  # debias="auto" was measured on it
     resp = client.system_one("my invoice is wrong", {"team": TEAM}, examples=shots)
     assert resp.usage.n_calls == 4
     for req, held in zip(fake.requests[1:], shots):
@@ -308,8 +309,7 @@ def test_examples_that_leave_an_option_out_are_not_debiased_by_default():
 
     shots = [Example(state="refund me", answer="billing"), Example(state="app crashes", answer="technical")]
     fake = FixedWindow([("billing", -0.4), ("technical", -1.5), ("sales", -2.0)])
-    fake.jev_debias_zero_shot = True
-    resp = SystemOneClient(fake, model="m").system_one("x", {"team": TEAM}, examples=shots)
+    resp = SystemOneClient(fake, model=MEASURED).system_one("x", {"team": TEAM}, examples=shots)
     assert resp.usage.n_calls == 1 and "priors" not in resp.debug
     off = SystemOneClient(fake, model="m", debias=False).system_one(
         "x", {"team": TEAM}, examples=[*shots, Example(state="seats", answer="sales")])
