@@ -21,9 +21,6 @@ PUBLIC_MODULES = {"jev_shared", "jev_shared.local", "jev_shared.calibration", "j
 #: Which application may stand on which (the command line drives the other two).
 APP_MAY_USE = {"jev_shared.cli": {"jev_shared.batch", "jev_shared.gateway"}, "jev_shared.batch": set(),
                "jev_shared.gateway": set()}
-#: Until issue 27's ``client.check`` / ``client.preview`` land, batch checks and previews with these.
-PENDING_ISSUE_27 = {("jev_shared.batch.run", "jev_shared.questions"), ("jev_shared.batch.files", "jev_shared.labels"),
-                    ("jev_shared.batch.files", "jev_shared.prompt"), ("jev_shared.batch.files", "jev_shared.questions")}
 
 
 def module_name(path: Path) -> str:
@@ -82,7 +79,7 @@ def test_applications_use_only_the_engines_public_api():
             continue
         for dep, names in deps:
             other = app_of(dep)
-            if other == app or (m, dep) in PENDING_ISSUE_27:
+            if other == app:
                 continue
             if other is not None:
                 if other not in APP_MAY_USE[app]:

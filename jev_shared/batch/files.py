@@ -232,30 +232,26 @@ def to_decide(items: Iterable[Item], done: Mapping[str, dict[str, Any]], *, retr
     return [item for item in items if not finished(item)]
 
 
-def estimate(items: Iterable[Item], questions: Mapping[str, Any], *, layout: str = "state_last",
-             labels: str = "names") -> dict[str, int]:
-    """Requests and tokens a run would spend, without sending any: the engine's own prompt, measured.
+def estimate(client: Any, items: Iterable[Item], questions: Mapping[str, Any], **options: Any) -> dict[str, int]:
+    """Requests and tokens a run would spend, without sending any: the engine's own requests, previewed.
 
-    One request per question per item (the one-token readout); input tokens are the rendered
-    messages' characters / 4 plus a few per message, output tokens one per request. The engine
-    offers no public "render without sending" yet (``client.preview``, issue 27), so this uses its
-    prompt and label modules.
+    ``client.preview`` gives the first request each question would send (one a question an item: the
+    one-token readout); its input tokens where the server counts them, else the messages' characters
+    / 4 plus a few per message; output tokens one per request.
     """
-    from jev_shared.labels import style_for
-    from jev_shared.prompt import render
-    from jev_shared.questions import prepare_questions
-
-    preps = prepare_questions("x", questions, "logprobs")
-    fmts = [style_for(prep, labels).fmt for prep in preps]
-    n_items, chars, messages = 0, 0, 0
+    n_items = requests = counted = chars = messages = 0
     for item in items:
         n_items += 1
-        for prep, fmt in zip(preps, fmts):
-            msgs = render(prep, item.state, layout=layout, fmt=fmt)  # type: ignore[arg-type]
+        for call in client.preview(item.state, questions, **options):
+            requests += 1
+            msgs = [m for m in call["request"].get("messages") or call["request"].get("input") or []
+                    if isinstance(m, dict) and isinstance(m.get("content"), str)]
+            if call.get("input_tokens") is not None:
+                counted += call["input_tokens"] + TOKENS_PER_MESSAGE * len(msgs)
+                continue
             chars += sum(len(m["content"]) for m in msgs)
             messages += len(msgs)
-    requests = n_items * len(preps)
-    tokens = int(chars / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * messages
+    tokens = counted + int(chars / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * messages
     return {"items": n_items, "requests": requests, "input_tokens": tokens, "output_tokens": requests}
 
 

@@ -35,6 +35,16 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
                    help="the backend's model name (repeat to serve several on one backend)")
     p.add_argument("--backend-api", default="chat_completions", choices=("chat_completions", "responses", "auto"),
                    help="the engine surface toward the backend (default: chat_completions)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="keep what the engine learns in this process only, not in the per-user cache "
+                        "(also: JEV_NO_CACHE=1)")
+
+
+def memory(args: argparse.Namespace) -> Any:
+    """The engine's memory for a command: the per-user cache, unless ``--no-cache`` (or JEV_NO_CACHE=1)."""
+    from jev_shared import Memory
+
+    return Memory() if getattr(args, "no_cache", False) else Memory.user_cache()
 
 
 def backends(args: argparse.Namespace, stack: ExitStack, command: str = "decide") -> dict[str, Backend]:

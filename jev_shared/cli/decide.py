@@ -8,7 +8,7 @@ import sys
 from contextlib import ExitStack
 from typing import Any
 
-from .backends import add_backend_args, backends, read_questions, read_state
+from .backends import add_backend_args, backends, memory, read_questions, read_state
 from .decide_batch import add_batch_args
 
 
@@ -44,7 +44,7 @@ def run_decide(args: argparse.Namespace) -> int:
             return 2
         backend = next(iter(backends(args, stack).values()))
         client = SystemOneClient(openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key),
-                                 model=backend.model, api=backend.api, layout=args.layout)
+                                 model=backend.model, api=backend.api, layout=args.layout, memory=memory(args))
         try:
             resp = client.system_one(state, questions, timeout=args.timeout)
         except JevError as exc:

@@ -96,6 +96,18 @@ def make_progress(total: int, initial: int, enabled: bool) -> Any:
                 smoothing=0.1, dynamic_ncols=True)
 
 
+def paper_client(args: argparse.Namespace) -> Any:
+    """A client for checks and previews only (no I/O): the model by name, no backend started, no memory file."""
+    import openai
+
+    from jev_shared import Memory, SystemOneClient
+    from jev_shared.local import DEFAULT_MODEL
+
+    model = args.model[0] if args.model else DEFAULT_MODEL
+    return SystemOneClient(openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused"), model=model,
+                           api=args.backend_api, layout=args.layout, method=args.method, memory=Memory())
+
+
 def _prepare(args: argparse.Namespace) -> tuple[dict[str, Any], list[Any], dict[str, Any], list[Any]] | int:
     """Questions, items, the log so far and what is left to decide; or the exit status of bad input."""
     from jev_shared import InvalidQuestionError, wire_error
@@ -108,7 +120,7 @@ def _prepare(args: argparse.Namespace) -> tuple[dict[str, Any], list[Any], dict[
         return _fail("invalid_request", "--concurrency must be at least 1")
     try:
         questions = load_questions(args.questions)
-        check_questions(None, questions, args.method)
+        check_questions(paper_client(args), questions)
         check_output(args.output)
         check_output(review_path(args))
         items = read_items(args.input, column=args.column, id_column=args.id_column)
@@ -142,7 +154,7 @@ def run_batch(args: argparse.Namespace) -> int:
 def _dry_run(questions: dict[str, Any], items: list[Any], todo: list[Any], args: argparse.Namespace) -> int:
     from jev_shared.batch.files import estimate
 
-    est = estimate(todo, questions, layout=args.layout)
+    est = estimate(paper_client(args), todo, questions)
     report = {"input": len(items), "skipped": len(items) - len(todo), "to_decide": len(todo), **est}
     print(f"jev decide --dry-run: {len(todo)} of {len(items)} items to decide, {est['requests']} requests, "
           f"~{est['input_tokens']:,} input tokens, {est['output_tokens']:,} output tokens", file=sys.stderr)
@@ -159,12 +171,15 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
     from jev_shared.batch import stream_batch
     from jev_shared.batch.files import AnswerLog
 
-    from .backends import backends
+    from .backends import backends, memory
 
     with ExitStack() as stack:
         backend = next(iter(backends(args, stack).values()))
         client = SystemOneClient(openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key),
-                                 model=backend.model, api=backend.api, layout=args.layout, method=args.method)
+                                 model=backend.model, api=backend.api, layout=args.layout, method=args.method,
+                                 memory=memory(args))
+        prepared = client.prepare(questions)  # the one-time costs, before the bar, so its rate is the run's
+        print(f"jev decide: {prepared}", file=sys.stderr, flush=True)
         bar = make_progress(len(items), len(items) - len(todo), not args.no_progress)
         try:
             log = stack.enter_context(AnswerLog(args.output))

@@ -9,7 +9,7 @@ from typing import Any
 
 from jev_shared.gateway.config import GatewayConfig, is_loopback, load_keys
 
-from .backends import MissingExtra, add_backend_args, backends
+from .backends import MissingExtra, add_backend_args, backends, read_questions
 
 D = GatewayConfig(backends={})  # the documented defaults, read off the config itself
 
@@ -45,6 +45,9 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--max-retries", type=int, default=D.max_retries, help="engine retries of transient backend faults")
     p.add_argument("--method", default="auto", choices=("auto", "logprobs", "grammar", "structured", "discrete"),
                    help="the engine's readout (default auto: logprobs where the backend returns them)")
+    p.add_argument("--warm", metavar="QUESTIONS",
+                   help="questions (a JSON file or object) to prepare at start-up: every one-time cost paid before "
+                        "/healthz says ready")
     p.add_argument("--log-level", default="info")
 
 
@@ -55,7 +58,8 @@ def _config(args: argparse.Namespace, keys: frozenset[str], stack: ExitStack) ->
         max_calls_per_key=args.max_calls_per_key, max_connections=args.max_connections,
         header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout, keep_alive_s=args.keep_alive_timeout,
         allowed_hosts=frozenset(args.allowed_host), default_timeout_s=args.timeout, layout=args.layout,
-        max_concurrency=args.max_concurrency, max_retries=args.max_retries, method=args.method)
+        max_concurrency=args.max_concurrency, max_retries=args.max_retries, method=args.method,
+        cache=not args.no_cache, warm=read_questions(args.warm) if args.warm else None)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -74,7 +78,11 @@ def run_serve(args: argparse.Namespace) -> int:
         raise MissingExtra("serve", exc.name or "a gateway dependency", "serve") from None
 
     with ExitStack() as stack:
-        config = _config(args, keys, stack)
+        try:
+            config = _config(args, keys, stack)
+        except (OSError, ValueError) as exc:
+            print(f"jev serve: --warm: {exc}", file=sys.stderr)
+            return 2
         configure_logging(args.log_level)
         if not keys:
             print(f"jev serve: no API keys configured: serving loopback only ({args.host}), without authentication",

@@ -10,6 +10,7 @@ Every failure, FastAPI's own included (a body that is not JSON, 404, 405), leave
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -98,7 +99,9 @@ def create_app(config: GatewayConfig) -> Any:
     @asynccontextmanager
     async def lifespan(_: FastAPI):
         gw.pool.warm()
+        warming = asyncio.create_task(gw.warm_up())  # /healthz answers (not ready) meanwhile
         yield
+        warming.cancel()
         await gw.pool.aclose()
 
     app = FastAPI(title="jev System One gateway", version="0.1.0", lifespan=lifespan,

@@ -10,6 +10,7 @@ import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: Hosts that count as loopback for "no keys, loopback only".
 LOOPBACK_NAMES = ("localhost",)
@@ -69,6 +70,11 @@ class GatewayConfig:
     max_retries: int = 3
     #: Retry-After (seconds) when the gateway itself is full, or a throttling backend named none.
     retry_after_s: int = 1
+    #: What the engine learns lives in the per-user cache (``Memory.user_cache()``; ``$JEV_NO_CACHE=1``
+    #: or ``cache=False`` keep it in this process only).
+    cache: bool = True
+    #: Questions to prepare at start-up (``--warm``): ``/healthz`` says ready once they are.
+    warm: dict[str, Any] | None = None
 
     @property
     def auth_required(self) -> bool:

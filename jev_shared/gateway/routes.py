@@ -61,9 +61,12 @@ async def list_models(gw: Gateway = Depends(gateway), _: str | None = Depends(ca
 ops = APIRouter(tags=["operations"])
 
 
-@ops.get("/healthz", response_model=Health, summary="Liveness: the process answers (no backend call, no key)")
+@ops.get("/healthz", response_model=Health, responses={503: {"model": Health, "description": "still warming"}},
+         summary="Readiness: 200 once --warm questions are prepared (503 before); no backend call, no key")
 async def healthz(gw: Gateway = Depends(gateway)) -> Response:  # noqa: B008
-    return json_response(200, {"status": "ok", "models": gw.pool.models, "in_flight": gw.in_flight})
+    body = {"status": "ok" if gw.ready else "warming", "ready": gw.ready, "models": gw.pool.models,
+            "in_flight": gw.in_flight}
+    return json_response(200 if gw.ready else 503, body)
 
 
 @ops.get("/metrics", summary="Prometheus metrics (text exposition format, no key)", response_class=PlainTextResponse,

@@ -130,7 +130,8 @@ class ModelList(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok"] = "ok"
+    status: Literal["ok", "warming"] = "ok"
+    ready: bool = Field(True, description="false while --warm questions are being prepared")
     models: list[str]
     in_flight: int
 

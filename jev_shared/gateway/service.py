@@ -8,9 +8,12 @@ key: the engine never has more of one request's calls in flight than that.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from dataclasses import replace
 from typing import Any
+
+from jev_shared import wire_error
 
 from .config import GatewayConfig
 from .engines import EnginePool
@@ -20,6 +23,7 @@ from .schema import OptionConflictError, SystemOneRequest, resolve_options
 
 #: The per-key count of callers without a key (loopback mode): they share one budget.
 ANONYMOUS = ""
+LOG = logging.getLogger("jev_shared.gateway")
 
 
 class Gateway:
@@ -31,6 +35,24 @@ class Gateway:
         self.metrics = Metrics()
         self.in_flight = 0
         self.key_calls: Counter[str] = Counter()
+        #: False while ``--warm`` questions are being prepared (``/healthz`` answers 503 until then).
+        self.ready = not config.warm
+        self.warmed: dict[str, Any] = {}
+
+    async def warm_up(self) -> None:
+        """Prepare the ``--warm`` questions for every model, then say ready (a failure is logged, and
+        the gateway serves anyway: the first requests pay what the preparation would have)."""
+        try:
+            if self.config.warm:
+                preps = await self.pool.prepare(self.config.warm)
+                self.warmed = {m: p.as_dict() for m, p in preps.items()}
+                for model, prep in preps.items():
+                    LOG.warning("jev serve: warmed %s: %s", model, prep)
+        except Exception as exc:  # noqa: BLE001 - never keeps the gateway down
+            LOG.error("jev serve: --warm failed (%s); serving without it", wire_error(exc)["message"])
+            self.warmed = {"error": wire_error(exc)}
+        finally:
+            self.ready = True
 
     def _refuse_if_full(self, key: str, slots: int) -> None:
         cfg = self.config
@@ -58,7 +80,7 @@ class Gateway:
         except OptionConflictError as exc:
             raise ApiError(422, "invalid_request", str(exc), field=exc.field) from None
         opts = replace(opts, max_concurrency=min(opts.max_concurrency, self.config.max_calls_per_key))
-        client = self.pool.get(req.model, opts)
+        client = self.pool.get(req.model, opts.timeout_seconds)
         timeout = min(total or self.config.default_timeout_s, self.config.max_timeout_s)
         who, slots = key or ANONYMOUS, min(len(req.questions), opts.max_concurrency)
         self._refuse_if_full(who, slots)
@@ -66,7 +88,8 @@ class Gateway:
         self.key_calls[who] += slots
         self.metrics.in_flight.inc()
         try:
-            resp = await client.system_one(req.state, req.questions, timeout=timeout)
+            resp = await client.system_one(req.state, req.questions, timeout=timeout, layout=opts.layout,
+                                           top_logprobs=opts.top_logprobs, max_concurrency=opts.max_concurrency)
         finally:
             self.in_flight -= 1
             self.key_calls[who] -= slots

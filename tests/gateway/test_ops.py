@@ -23,7 +23,8 @@ def test_request_id_is_echoed_when_sane_and_made_otherwise(http):
 
 def test_healthz_and_models(gateway_url, http):
     health = httpx.get(gateway_url + "/healthz")  # no key needed: load balancers probe it
-    assert health.status_code == 200 and health.json() == {"status": "ok", "models": [MODEL], "in_flight": 0}
+    assert health.status_code == 200 and health.json() == {"status": "ok", "ready": True, "models": [MODEL],
+                                                       "in_flight": 0}
     listed = http.get("/v1/models").json()
     assert listed["object"] == "list" and [m["id"] for m in listed["data"]] == [MODEL]
     assert [m["name"] for m in listed["models"]] == [MODEL]  # System One's shape, beside OpenAI's
