@@ -111,4 +111,6 @@ def create_app(config: GatewayConfig) -> Any:
     for router in (decisions, models, ops):
         app.include_router(router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
-    return front(app, config, gw.metrics)
+    outer = front(app, config, gw.metrics)
+    outer.gateway = gw  # type: ignore[attr-defined]  # for embedding and tests: its pool, memory, counts
+    return outer
