@@ -22,5 +22,8 @@ def gateway(request: Request) -> Gateway:
 
 
 def caller(request: Request, _: HTTPAuthorizationCredentials | None = Security(bearer)) -> str | None:  # noqa: B008
-    """The bearer key the Auth middleware accepted, or None when the gateway runs without keys."""
+    """The bearer key the Auth middleware accepted, or None when the gateway runs without keys (then any
+    bearer a caller sends is ignored: every caller shares one budget, whatever it presents)."""
+    if not gateway(request).config.auth_required:
+        return None
     return request.scope.get("jev", {}).get("key")
