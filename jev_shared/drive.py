@@ -112,17 +112,34 @@ async def run_tasks(jobs: Sequence[Callable[[], Awaitable[T]]], *, scout: bool, 
     for wave in waves(len(jobs), scout):
         tasks = [asyncio.ensure_future(jobs[i]()) for i in wave]
         left = budget.left()
-        _, pending = await asyncio.wait(tasks, timeout=None if left is None else max(left, 0.0))
+        try:
+            _, pending = await asyncio.wait(tasks, timeout=None if left is None else max(left, 0.0))
+        except BaseException:  # the caller was cancelled: so are its questions (no request leaves after)
+            _abandon(tasks, budget)
+            raise
         if pending:
-            for task in pending:
-                task.cancel()
-                task.add_done_callback(_consume)
+            _abandon(pending, budget)
             raise timed_out(budget)
         for i, task in zip(wave, tasks):
-            outcomes[i] = task.exception() if task.exception() is not None else task.result()
+            outcomes[i] = _outcome_of(task)
         if any(isinstance(outcomes[i], BaseException) for i in wave):
             break
     return outcomes
+
+
+def _outcome_of(task: asyncio.Future[Any]) -> Outcome:
+    if task.cancelled():
+        return asyncio.CancelledError()
+    return task.exception() or task.result()
+
+
+def _abandon(tasks: Any, budget: Budget) -> None:
+    """Cancel ``tasks`` without waiting for them to unwind; no question of the call sends again."""
+    budget.cancel()
+    for task in tasks:
+        if not task.done():
+            task.cancel()
+        task.add_done_callback(_consume)
 
 
 def _consume(task: asyncio.Future[Any]) -> None:

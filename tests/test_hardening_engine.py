@@ -114,13 +114,14 @@ class _StalledPool(httpx.AsyncBaseTransport):
     ``unwind_s`` (httpcore's shielded clean-up of a pool under load), the stall the issue measured."""
 
     def __init__(self, unwind_s: float) -> None:
-        self.unwind_s, self.entered = unwind_s, 0
+        self.unwind_s, self.entered, self.cancelled = unwind_s, 0, 0
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         self.entered += 1
         try:
             await asyncio.Event().wait()  # no connection is ever free
         except asyncio.CancelledError:
+            self.cancelled += 1
             await asyncio.shield(asyncio.sleep(self.unwind_s))
             raise
         raise AssertionError("unreachable")
@@ -180,3 +181,20 @@ def test_total_timeout_is_wall_clock_on_a_starved_real_pool():
 
     took = asyncio.run(main())
     assert min(took) >= 1.9 and max(took) < 2.0 + 1.5, (min(took), max(took))
+
+
+def test_a_cancelled_caller_cancels_its_questions():
+    """``asyncio.wait_for(client.system_one(...), t)`` from the caller's side: no question keeps waiting."""
+    pool = _StalledPool(unwind_s=0.0)
+    oa = openai.AsyncOpenAI(base_url="http://provider.test/v1", api_key="k", max_retries=0,
+                            http_client=httpx.AsyncClient(transport=pool))
+    client = AsyncSystemOneClient(oa, model="m", api="chat_completions", method="logprobs", max_retries=0)
+    questions = {f"q{i}": Noul(instructions=f"statement {i}") for i in range(4)}
+
+    async def main() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(client.system_one("x", questions), 0.3)
+        await asyncio.sleep(0.1)
+
+    asyncio.run(main())
+    assert pool.entered == 4 and pool.cancelled == 4
