@@ -8,49 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, nullcontext
 
 import httpx
 import pytest
 
 from jev_shared.gateway.app import create_app
-from tests.gateway.conftest import KEY, MODEL, config_for
+from tests.gateway.conftest import KEY, MODEL, client, config_for
 
 pytestmark = pytest.mark.anyio
 NOUL = {"type": "noul", "instructions": "This is spam."}
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@asynccontextmanager
-async def lifespan(app) -> AsyncIterator[None]:
-    """The app's start-up and shutdown, as uvicorn runs them (ASGITransport does not)."""
-    inbox: asyncio.Queue = asyncio.Queue()
-    outbox: asyncio.Queue = asyncio.Queue()
-    task = asyncio.create_task(app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, inbox.get, outbox.put))
-    await inbox.put({"type": "lifespan.startup"})
-    assert (await outbox.get())["type"] == "lifespan.startup.complete"
-    try:
-        yield
-    finally:
-        await inbox.put({"type": "lifespan.shutdown"})
-        await outbox.get()
-        await task
-
-
-@asynccontextmanager
-async def client(app, host: str = "127.0.0.1:8000", key: str | None = KEY,
-                 start: bool = True) -> AsyncIterator[httpx.AsyncClient]:
-    """An HTTP client on ``app`` in process; the app started and, after, shut down (its engine clients
-    closed), unless ``start`` is False (a second client on an app already started)."""
-    headers = {"authorization": f"Bearer {key}"} if key else {}
-    async with lifespan(app) if start else nullcontext(), httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=f"http://{host}",
-                                                headers=headers) as http:
-        yield http
 
 
 def body(n_questions: int = 1, **extra) -> dict:

@@ -17,18 +17,12 @@ import pytest
 from jev_shared import SystemOneClient
 from jev_shared.gateway import Backend, GatewayConfig
 from jev_shared.gateway.app import create_app
-from tests.gateway.conftest import KEY, MODEL, config_for
+from tests.gateway.conftest import KEY, MODEL, client, config_for
 from tests.gateway.test_cli import jev, start_serve
-from tests.gateway.test_contract import client
 
 SPAM = {"spam": {"type": "noul", "instructions": "This is spam."}}
 TEAM = {"team": {"type": "choice", "instructions": "Which team?",
                  "criteria": {"billing": "payments", "technical": "bugs", "sales": "pricing"}}}
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 @pytest.mark.anyio
