@@ -55,13 +55,13 @@ def test_decide_reads_questions_from_a_file_and_reports_a_bad_one(stub, tmp_path
     assert json.loads(out.stderr)["error"]["field"] == "questions.urgency.criteria"
 
 
-def start_serve(*args: str) -> tuple[subprocess.Popen, str]:
-    """``jev serve`` on a free port, once /healthz answers."""
+def start_serve(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
+    """``jev serve`` on a free port, once /healthz answers 200 (ready)."""
     port = free_port()
     exe = shutil.which("jev")
     cmd = [exe] if exe else [sys.executable, "-m", "jev_shared.cli"]
     proc = subprocess.Popen([*cmd, "serve", "--port", str(port), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "JEV_API_KEYS": KEY})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "JEV_API_KEYS": KEY, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:

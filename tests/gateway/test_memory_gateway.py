@@ -156,3 +156,22 @@ def test_no_cache_env_is_honoured_by_the_gateway(stub, monkeypatch):
     monkeypatch.setenv("JEV_NO_CACHE", "")
     monkeypatch.setenv("JEV_MEMORY_FILE", os.devnull + ".not-used")
     assert create_app(config_for(stub, cache=False)).gateway.pool.memory.path is None
+
+
+def test_a_second_jev_serve_on_the_same_cache_makes_no_prior_calls(stub, tmp_path):
+    """The embedded default model's name turns debias on (3 prior calls a question); the first process
+    warms and saves them, the second reads them from the per-user cache file."""
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps(SPAM))
+    env = {"JEV_NO_CACHE": "", "JEV_MEMORY_FILE": str(tmp_path / "memory.json")}
+    said = []
+    for _ in range(2):
+        proc, url = start_serve("--backend-url", stub.base_url, "--model", "qwen2.5-coder-0.5b", "--warm",
+                                str(questions), env=env)
+        try:
+            assert httpx.get(url + "/healthz").json()["ready"] is True
+        finally:
+            proc.terminate()
+            said.append(proc.communicate(timeout=30)[1])
+    assert "prepared 1 question(s): 4 call(s), 3 for the priors" in said[0], said[0]
+    assert "prepared 1 question(s): 1 call(s), 0 for the priors" in said[1], said[1]
