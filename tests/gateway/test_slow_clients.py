@@ -168,3 +168,12 @@ def test_a_normal_keep_alive_client_is_not_cut_off(slow_url, stub):
         assert sock.recv(65536).startswith(b"HTTP/1.1 200")
         time.sleep(HEADER_S + 0.3)  # idle past the header bound: keep-alive's own timer governs idle time
     sock.close()
+
+
+def test_at_the_documented_default_a_trickled_head_is_closed_within_it(stub_backend, stub):
+    """No bound configured: ``--header-timeout``'s documented default (10 s, docs/gateway.md) holds."""
+    documented = 10.0
+    with running(config_for(stub_backend)) as url:
+        took, got = trickle(connect(url), (request_head(10) * 20)[: int((documented + 5) / TRICKLE_S)])
+    assert got and error_of(got)[0] == 408, got[:200]
+    assert documented - 0.1 <= took < documented + SLACK_S, took
