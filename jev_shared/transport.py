@@ -14,6 +14,7 @@ import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
@@ -209,6 +210,9 @@ def resolve(client: Any, call: Call):
             return client.post(path, body=body, cast_to=object, options=options)
 
         return post
+    route = LEAN_ROUTES.get(call.path)
+    if route is not None and _is_sdk(client) and callable(getattr(client, "post", None)):
+        return partial(_lean_post, client, route)
     obj = client
     for part in call.path[:-1]:
         obj = getattr(obj, part)
@@ -217,6 +221,24 @@ def resolve(client: Any, call: Call):
     create = getattr(raw, "create", None) if raw is not None else None
     return create if callable(create) else getattr(obj, call.path[-1])
 
+
+#: The routes posted through the SDK client's own ``post`` (its auth, base URL, timeout and typed errors),
+#: skipping the resource method's parameter transform and the response models, which cost most of a
+#: decision's CPU (bench/cpu.py) and which the engine would only turn back into a dict.
+LEAN_ROUTES: dict[tuple[str, ...], str] = {("chat", "completions", "create"): "/chat/completions",
+                                           ("responses", "create"): "/responses", ("messages", "create"): "/v1/messages"}
+#: A resource method's own keywords and the request options they are in the SDK's ``post``.
+_SDK_OPTIONS = {"extra_headers": "headers", "extra_query": "params", "extra_body": "extra_json", "timeout": "timeout"}
+
+
+def _is_sdk(client: Any) -> bool:
+    return type(client).__module__.split(".")[0] in ("openai", "anthropic")
+
+
+def _lean_post(client: Any, route: str, **kwargs: Any) -> Any:
+    """The request the resource method would send (the same JSON body), answered as the body's bytes."""
+    options = {opt: kwargs.pop(name) for name, opt in _SDK_OPTIONS.items() if name in kwargs}
+    return client.post(route, body=kwargs, cast_to=bytes, options=options)
 
 
 
