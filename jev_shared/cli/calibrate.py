@@ -19,7 +19,7 @@ from typing import Any
 
 from jev_shared.calibration import Calibrator, Record, metrics, recommend_threshold
 
-from .backends import add_backend_args, backends, read_questions
+from .backends import add_backend_args, backends, memory, read_questions
 
 
 def add_calibrate(sub: Any) -> None:
@@ -47,7 +47,7 @@ def _answer_states(rows: list[dict[str, Any]], args: argparse.Namespace) -> list
     with ExitStack() as stack:
         backend = next(iter(backends(args, stack, "calibrate").values()))
         client = SystemOneClient(openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key),
-                                 model=backend.model, api=backend.api, calibrator=None)
+                                 model=backend.model, api=backend.api, calibrator=None, memory=memory(args))
         records = []
         for i, row in enumerate(rows):
             qid = row.get("question_id") or next(iter(questions))

@@ -36,6 +36,8 @@ class GuardedProtocol(HttpToolsProtocol):
     """HttpToolsProtocol plus the bounds; :func:`guarded_protocol` makes one per config."""
 
     limits: GatewayConfig
+    #: Called with the error type of each connection the protocol refuses itself (the app's metrics).
+    on_refuse: Any = None
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
         self._timer: asyncio.TimerHandle | None = None
@@ -87,6 +89,8 @@ class GuardedProtocol(HttpToolsProtocol):
         """Answer (unless a response is under way) and close; the app, if reading, sees a disconnect."""
         if self.transport.is_closing():
             return
+        if self.on_refuse is not None:
+            self.on_refuse(kind)
         if answer:
             self.transport.write(raw_error(status, kind, message))
         cycle = self.cycle
@@ -96,9 +100,10 @@ class GuardedProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-def guarded_protocol(config: GatewayConfig) -> type[GuardedProtocol]:
+def guarded_protocol(config: GatewayConfig, on_refuse: Any = None) -> type[GuardedProtocol]:
     """The protocol class uvicorn builds a connection with, carrying ``config``'s bounds."""
-    return type("GatewayProtocol", (GuardedProtocol,), {"limits": config})
+    return type("GatewayProtocol", (GuardedProtocol,), {"limits": config, "on_refuse": staticmethod(on_refuse)
+                                                        if on_refuse is not None else None})
 
 
 def uvicorn_config(app: Any, config: GatewayConfig, **kw: Any) -> Any:
@@ -106,5 +111,7 @@ def uvicorn_config(app: Any, config: GatewayConfig, **kw: Any) -> Any:
     import uvicorn
 
     kw.setdefault("log_level", "warning")
-    return uvicorn.Config(app, http=guarded_protocol(config), timeout_keep_alive=config.keep_alive_s,
+    gateway = getattr(app, "gateway", None)  # create_app's: its metrics count what the protocol refuses
+    on_refuse = (lambda kind: gateway.metrics.refused.labels(kind).inc()) if gateway is not None else None
+    return uvicorn.Config(app, http=guarded_protocol(config, on_refuse), timeout_keep_alive=config.keep_alive_s,
                           access_log=False, log_config=None, **kw)

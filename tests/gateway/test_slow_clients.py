@@ -11,6 +11,7 @@ import json
 import socket
 import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -157,6 +158,8 @@ def test_a_request_that_is_not_http_gets_the_gateways_error_shape(slow_url):
     sock.close()
     status, err = error_of(got)
     assert status == 400 and err["type"] == "bad_request"
+    text = urllib.request.urlopen(slow_url + "/metrics").read().decode()  # the refusals are counted
+    assert 'jev_gateway_connections_refused_total{type="bad_request"}' in text
 
 
 def test_a_normal_keep_alive_client_is_not_cut_off(slow_url, stub):
