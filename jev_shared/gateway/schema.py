@@ -138,7 +138,8 @@ class Health(BaseModel):
 
 @dataclass(frozen=True)
 class EngineOptions:
-    """What picks (or builds) an engine client: the options the engine takes at construction."""
+    """A request's engine options: per call (layout, window, concurrency), and the per-attempt timeout
+    (the one the engine takes at construction: it picks the model client's twin)."""
 
     layout: str
     max_concurrency: int
