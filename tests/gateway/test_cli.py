@@ -27,7 +27,12 @@ def jev(*args: str, env: dict[str, str] | None = None, **kw) -> subprocess.Compl
 def test_help_lists_the_commands():
     out = jev("--help")
     assert out.returncode == 0 and "serve" in out.stdout and "decide" in out.stdout
-    assert "--backend-url" in jev("serve", "--help").stdout and "--questions" in jev("decide", "--help").stdout
+    serve = jev("serve", "--help").stdout
+    assert "--backend-url" in serve and "--questions" in jev("decide", "--help").stdout
+    for flag in ("--max-questions", "--max-calls-per-key", "--max-connections", "--header-timeout", "--body-timeout",
+                 "--allowed-host", "--warm", "--no-cache"):
+        assert flag in serve, flag
+    assert "--no-cache" in jev("decide", "--help").stdout
 
 
 def test_serve_refuses_a_public_host_without_keys():
