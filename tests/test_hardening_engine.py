@@ -1,8 +1,9 @@
 """Issue 22, the engine's rows: no secret in an exception chain (7), ``examples`` as a string (8),
 and the total timeout as a wall-clock bound when the SDK's connection pool is starved (12).
 
-Every test goes through the real openai SDK (its httpx client over ``httpx.MockTransport``, or a
-loopback socket that never answers), so what is asserted is what a user's traceback would show.
+Every test goes through the real openai SDK (the suite's provider double, ``tests.helpers``: its own
+http client over ``MockTransport``; a stalled pool; or a loopback socket that never answers), so what
+is asserted is what a user's traceback would show.
 """
 
 from __future__ import annotations
@@ -27,16 +28,18 @@ from jev_shared import (
     ProviderError,
     SystemOneClient,
 )
+from tests.helpers import Reply, Request, json_reply, provider
+from tests.helpers import replies as r
 
 #: Built at run time, not key-shaped (no ``sk-``), so only the engine's own knowledge of it can hide it.
 KEY = "live-" + secrets.token_hex(20)
 SPAM = {"spam": Noul(instructions="This is spam.")}
 
 
-def _echoing_401(request: httpx.Request) -> httpx.Response:
+def _echoing_401(request: Request) -> Reply:
     """A proxy that echoes the caller's key in its error, as some do."""
     said = request.headers["authorization"].split()[-1]
-    return httpx.Response(401, json={"error": {"message": f"Incorrect API key provided: {said}", "code": "bad_key"}})
+    return json_reply(r.error(f"Incorrect API key provided: {said}", code="bad_key"), 401)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -48,8 +51,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def _sync_client() -> SystemOneClient:
-    oa = openai.OpenAI(base_url="http://provider.test/v1", api_key=KEY,
-                       http_client=httpx.Client(transport=httpx.MockTransport(_echoing_401)))
+    oa = provider(_echoing_401, key=KEY)
     return SystemOneClient(oa, model="m", api="chat_completions", method="logprobs", max_retries=0)
 
 
@@ -83,11 +85,8 @@ def test_logging_exception_does_not_print_the_key():
 
 def test_a_chained_timeout_and_retry_after_are_kept_as_facts_on_the_error():
     """The gateway read them off the chained SDK error; they now travel on the error itself."""
-    def throttled(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(429, headers={"retry-after": "7"}, json={"error": {"message": "slow down"}})
-
-    oa = openai.OpenAI(base_url="http://provider.test/v1", api_key=KEY,
-                       http_client=httpx.Client(transport=httpx.MockTransport(throttled)))
+    oa = provider(lambda _req: json_reply(r.error("slow down", type="rate_limit_error"), 429, {"retry-after": "7"}),
+                  key=KEY)
     with pytest.raises(ProviderError) as info:
         SystemOneClient(oa, model="m", api="chat_completions", method="logprobs", max_retries=0).system_one("x", SPAM)
     assert info.value.retry_after_s == 7.0 and info.value.timed_out is False
