@@ -14,7 +14,12 @@ checked like every other block's. `pip install` lines are never run; they are ch
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import socket
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,3 +92,46 @@ def commands(code: str) -> list[str]:
             cur.append(ch)
     out.append("".join(cur).strip())
     return [c for c in out if c]
+
+
+def env() -> dict[str, str]:
+    """A block's environment: this checkout first, this interpreter's scripts (`jev`) on PATH."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+            "PYTHONUNBUFFERED": "1"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_block(block: Block, workdir: Path, timeout: float = 420) -> tuple[int | None, str, str]:
+    """Run a block as a script in ``workdir`` (with ``examples/`` linked in): python as it is; bash under
+    ``set -euo pipefail``, its `pip install` lines left out, a `serve` block on a free port instead of 8000.
+    Whatever it started in the background is stopped after. Returns (exit status, stdout, stderr)."""
+    if not (workdir / "examples").exists():
+        (workdir / "examples").symlink_to(ROOT / "examples")
+    if block.lang == "python":
+        script = workdir / "block.py"
+        script.write_text(block.code)
+        cmd = [sys.executable, str(script)]
+    else:
+        code = block.code.replace("8000", str(free_port())) if "serve" in block.tags else block.code
+        kept = [line for line in code.splitlines() if not line.lstrip().startswith("pip install")]
+        script = workdir / "block.sh"
+        script.write_text("set -euo pipefail\n" + "\n".join(kept) + "\n")
+        cmd = ["bash", str(script)]
+    proc = subprocess.Popen(cmd, cwd=workdir, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    finally:  # a block that started a server in the background (and failed) leaves it behind: stop its group
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        if proc.returncode is None:
+            proc.communicate()
+    return proc.returncode, stdout, stderr
