@@ -136,21 +136,48 @@ def _wait(policy: RetryPolicy, budget: Budget):
     return wait
 
 
+class ProviderCause(Exception):
+    """What stands in for the SDK's exception in a :class:`ProviderError`'s chain: its class and its
+    redacted words, nothing else (the SDK's own exception, its request and its body may echo a key)."""
+
+
+#: Exception class names (the openai/anthropic SDKs', httpx's) that mean "this call ran out of time".
+TIMEOUT_NAMES = frozenset({"APITimeoutError", "ReadTimeout", "ConnectTimeout", "WriteTimeout", "PoolTimeout",
+                           "TimeoutException"})
+
+
+def timed_out(exc: BaseException) -> bool:
+    """A backend call that ran past its own timeout (the SDK's, httpx's, or a socket's), chain included."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, TimeoutError) or type(seen).__name__ in TIMEOUT_NAMES:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _wrap(exc: BaseException, retries: int, secrets: tuple[str, ...] = ()) -> ProviderError:
-    """The SDK's exception as a ProviderError; every text in it redacted (proxies echo keys back)."""
+    """The SDK's exception as a ProviderError; every text in it redacted (proxies echo keys back).
+
+    The SDK's exception is not kept: a redacted stand-in (:class:`ProviderCause`) is its cause.
+    """
     if isinstance(exc, ProviderError):
         return exc
     code = status_of(exc)
     headers = getattr(getattr(exc, "response", None), "headers", None) or {}
     request_id = headers.get("x-typesafe-request-id") or headers.get("x-request-id") if headers else None
     said = redact_text(provider_message(exc), secrets)
-    return ProviderError(
+    err = ProviderError(
         f"provider error{f' {code}' if code else ''}: {said}"
         + (f" (request id {request_id})" if request_id else "")
         + (f" (after {retries} retries)" if retries else ""),
         status_code=code, provider_message=said, body=redact(getattr(exc, "body", None), secrets),
-        request_id=request_id, n_retries=retries,
+        request_id=request_id, n_retries=retries, retry_after_s=retry_after_s(exc), timed_out=timed_out(exc),
     )
+    err.__cause__ = ProviderCause(f"{type(exc).__module__}.{type(exc).__name__}: {redact_text(str(exc), secrets)}")
+    return err
 
 
 def client_secrets(client: Any) -> tuple[str, ...]:
@@ -239,8 +266,10 @@ def send(client: Any, call: Call, policy: RetryPolicy, budget: Budget = NO_BUDGE
             with attempt:
                 raw = create(**call.kwargs, **_sdk_timeout(client, budget))
     except Exception as exc:  # noqa: BLE001 - classified here, re-raised typed
-        raise _wrap(exc, retries.n, client_secrets(client)) from exc
-    return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries.n)
+        failure = _wrap(exc, retries.n, client_secrets(client))
+    else:
+        return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries.n)
+    raise failure  # outside the handler: the SDK's exception is neither cause nor context
 
 
 async def asend(client: Any, call: Call, policy: RetryPolicy, budget: Budget = NO_BUDGET) -> Reply:
@@ -253,5 +282,7 @@ async def asend(client: Any, call: Call, policy: RetryPolicy, budget: Budget = N
             with attempt:
                 raw = await create(**call.kwargs, **_sdk_timeout(client, budget))
     except Exception as exc:  # noqa: BLE001
-        raise _wrap(exc, retries.n, client_secrets(client)) from exc
-    return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries.n)
+        failure = _wrap(exc, retries.n, client_secrets(client))
+    else:
+        return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries.n)
+    raise failure
