@@ -1,6 +1,6 @@
 """Decide a backlog on Ray: a Dataset of states through ``map_batches``, one engine client per actor.
 
-    pip install 'jev-integrations[ray,local]'
+    pip install -e '.[ray,local]'     # from a checkout
     python examples/ray_batch.py                                   # the embedded model, a local Ray
     python examples/ray_batch.py --backend-url http://vllm:8000/v1 --model Qwen/Qwen2.5-7B-Instruct
     RAY_ADDRESS=auto python examples/ray_batch.py --backend-url ... # an existing cluster (docs/batch.md)
