@@ -1,0 +1,148 @@
+"""Offline: calibration and debias on the held-out bench's saved decisions, judged leave-one-dataset-out.
+
+No model runs here: ``bench/heldout.py`` saved every answer with the prior it was divided by, so the
+raw window distribution is exact (``raw ∝ answered · max(prior, floor)``), and any calibration can be
+fitted on some sets and judged on another. Leave-one-dataset-out: each set is judged by a fit made on
+the *other* sets only, so no figure comes from a fit that saw its set.
+
+    python bench/heldout_fit.py bench/results/heldout.json              # the tables
+    python bench/heldout_fit.py bench/results/heldout.json --write      # and ship the fit on every set
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from heldout import Decision, load  # noqa: E402
+
+from jev_shared.calibration import GLOBAL, SHIPPED, Calibrator, Record, metrics  # noqa: E402
+from jev_shared.readout import PRIOR_FLOOR  # noqa: E402
+
+GATE = 0.7
+Fit = Callable[[list[Record]], Calibrator]
+
+
+def raw(d: Decision) -> dict[str, float]:
+    """The window's distribution before the prior's division (what ``debias=False`` answers)."""
+    if not d.prior:
+        return d.answered
+    scaled = [p * max(r, PRIOR_FLOOR) for p, r in zip(d.answered.values(), d.prior)]
+    total = sum(scaled) or 1.0
+    return {k: v / total for k, v in zip(d.answered, scaled)}
+
+
+def key(d: Decision) -> str:
+    """The fit an answer uses, as the engine looks it up (``Calibrator.key_for``)."""
+    return f"*{d.kind}" + ("+examples" if d.shots else "")
+
+
+def record(d: Decision, debias: bool = True) -> Record:
+    return Record(d.answered if debias else raw(d), d.label, key(d))
+
+
+def ship_fit(records: list[Record], top: bool = True) -> Calibrator:
+    """The shipped form: one temperature (and top-label scaling) per kind key; a key with no records
+    gets the fit on every record (the global fit), not 'as answered'."""
+    return Calibrator.fit(records, min_records=10, top=top, target=0.95)
+
+
+def t_only(records: list[Record]) -> Calibrator:
+    return ship_fit(records, top=False)
+
+
+def none_fit(records: list[Record]) -> Calibrator:
+    return Calibrator()
+
+
+FITS: dict[str, Fit] = {"as answered": none_fit, "T per kind": t_only, "T + top per kind": ship_fit}
+
+
+def loo(decisions: Sequence[Decision], fit: Fit, debias: bool = True) -> dict[tuple[str, int], list[Record]]:
+    """Each set's records calibrated by a fit on the other sets (both settings of them)."""
+    sets = sorted({d.set for d in decisions})
+    out: dict[tuple[str, int], list[Record]] = {}
+    for s in sets:
+        cal = fit([record(d, debias) for d in decisions if d.set != s and d.answered])
+        for d in decisions:
+            if d.set == s and d.answered:
+                out.setdefault((s, d.shots), []).extend(cal.calibrate([record(d, debias)]))
+    return out
+
+
+def gate_cell(recs: Sequence[Record], gate: float = GATE) -> str:
+    kept = [r for r in recs if max(r.probabilities.values()) >= gate - 1e-12]
+    right = sum(max(r.probabilities, key=r.probabilities.get) == r.label for r in kept)  # type: ignore[arg-type]
+    return f"{right}/{len(kept)}" + (f" ({right / len(kept):.0%})" if kept else "")
+
+
+def pooled_gate(groups: dict[Any, list[Record]], gate: float = GATE) -> str:
+    return gate_cell([r for rs in groups.values() for r in rs], gate)
+
+
+def table(decisions: Sequence[Decision], debias: bool = True) -> str:
+    """Per set and setting: accuracy, and ECE / right at p ≥ 0.7 for each fit, judged left out."""
+    judged = {name: loo(decisions, fit, debias) for name, fit in FITS.items()}
+    head = ["set", "setting", "n", "accuracy"] + [f"{n}: ECE, right at p ≥ {GATE}" for n in FITS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (s, shots), recs in sorted(judged["as answered"].items()):
+        cells = [s, "zero-shot" if not shots else "one example per option", str(len(recs)),
+                 f"{metrics(recs).accuracy:.1%}"]
+        for name in FITS:
+            rs = judged[name][(s, shots)]
+            cells.append(f"{metrics(rs).ece:.3f}, {gate_cell(rs)}")
+        lines.append("| " + " | ".join(cells) + " |")
+    for name in FITS:
+        worst = max(metrics(rs).ece for rs in judged[name].values())
+        lines.append(f"\n{name}: worst ECE {worst:.3f}; right at p ≥ {GATE}, all sets pooled: "
+                     f"{pooled_gate(judged[name])}")
+    return "\n".join(lines)
+
+
+def debias_table(decisions: Sequence[Decision]) -> str:
+    """Debias on and off, per kind and set: accuracy, and ECE after the left-out fit of each."""
+    fit = FITS["T + top per kind"]
+    on, off = loo(decisions, fit, True), loo(decisions, fit, False)
+    lines = ["| kind | set | setting | accuracy debias off → on | ECE (left-out fit) off → on |", "|---|---|---|---|---|"]
+    kinds = {d.set: d.kind for d in decisions}
+    for (s, shots) in sorted(on, key=lambda k: (kinds[k[0]], k)):
+        a, b = metrics(off[(s, shots)]), metrics(on[(s, shots)])
+        lines.append(f"| {kinds[s]} | {s} | {shots}-shot | {a.accuracy:.1%} → {b.accuracy:.1%} | "
+                     f"{a.ece:.3f} → {b.ece:.3f} |")
+    return "\n".join(lines)
+
+
+def write_shipped(decisions: Sequence[Decision], model: str) -> Path:
+    """The fit on every set, in the shipped file (gates for 95% precision, Wilson margin)."""
+    cal = ship_fit([record(d) for d in decisions if d.answered])
+    cal._report = None  # noqa: SLF001 - the file holds the fit, not its in-sample report
+    out = SHIPPED / f"{model}.json"
+    cal.save(out)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("raw", type=Path, nargs="+")
+    ap.add_argument("--write", action="store_true", help="write the shipped calibration (fitted on every set)")
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b")
+    args = ap.parse_args(argv)
+    decisions = [d for d in load(args.raw) if d.answered]
+    print(table(decisions))
+    print("\nDebias per kind (calibration: T + top per kind, fitted left out):\n")
+    print(debias_table(decisions))
+    if args.write:
+        print(f"\nwrote {write_shipped(decisions, args.model)}")
+    _ = GLOBAL
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
