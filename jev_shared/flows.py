@@ -240,14 +240,17 @@ def content_free_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -
 def examples_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float]]:
     """The examples' own lean: each example's state asked with others as its examples (never itself);
     the mean answer per true option, averaged over the options, is what the model adds to in-domain
-    states whatever they say. Asked once per prompt and model, then remembered."""
+    states whatever they say. Asked once per prompt and model, then remembered. The answers, divided
+    by it, are labelled: kept in the record, they calibrate the question itself (client.py)."""
     prep = ask.prep
     held = held_out(prep)
     rows = yield from _remembered_rows(ask, method, style, surface, "held-out", [(p, ex.state) for p, ex in held])
     by_option: dict[str, list[list[float]]] = {}
     for (_, ex), row in zip(held, rows):
         by_option.setdefault(example_key(prep, ex.answer), []).append(row)
-    return _mean([_mean(group) for group in by_option.values()])
+    prior = _mean([_mean(group) for group in by_option.values()])
+    ask.record.labelled = [(divide_prior(row, prior), example_key(prep, ex.answer)) for (_, ex), row in zip(held, rows)]
+    return prior
 
 
 #: From this many examples on, the priors' prompts are crossed halves (below, leave one out).
