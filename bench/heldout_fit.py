@@ -44,8 +44,15 @@ def key(d: Decision) -> str:
     return f"*{d.kind}" + ("+examples" if d.shots else "")
 
 
-def record(d: Decision, debias: bool = True) -> Record:
-    return Record(d.answered if debias else raw(d), d.label, key(d))
+def record(d: Decision, debias: bool | float = True) -> Record:
+    """As answered (debias on), raw (off), or divided by the prior raised to ``debias`` (a partial division)."""
+    if debias is True or not d.prior:
+        return Record(d.answered, d.label, key(d))
+    if debias is False or debias == 0:
+        return Record(raw(d), d.label, key(d))
+    scaled = [p / max(r, PRIOR_FLOOR) ** float(debias) for p, r in zip(raw(d).values(), d.prior)]
+    total = sum(scaled) or 1.0
+    return Record({k: v / total for k, v in zip(d.answered, scaled)}, d.label, key(d))
 
 
 def ship_fit(records: list[Record], top: bool = True) -> Calibrator:
@@ -65,7 +72,7 @@ def none_fit(records: list[Record]) -> Calibrator:
 FITS: dict[str, Fit] = {"as answered": none_fit, "T per kind": t_only, "T + top per kind": ship_fit}
 
 
-def loo(decisions: Sequence[Decision], fit: Fit, debias: bool = True) -> dict[tuple[str, int], list[Record]]:
+def loo(decisions: Sequence[Decision], fit: Fit, debias: bool | float = True) -> dict[tuple[str, int], list[Record]]:
     """Each set's records calibrated by a fit on the other sets (both settings of them)."""
     sets = sorted({d.set for d in decisions})
     out: dict[tuple[str, int], list[Record]] = {}
@@ -106,16 +113,27 @@ def table(decisions: Sequence[Decision], debias: bool = True) -> str:
     return "\n".join(lines)
 
 
+ALPHAS = (0.0, 0.5, 1.0)
+
+
 def debias_table(decisions: Sequence[Decision]) -> str:
-    """Debias on and off, per kind and set: accuracy, and ECE after the left-out fit of each."""
+    """Debias off, half (the prior's square root) and on, per kind and set: accuracy, and ECE after the
+    left-out fit of each (each variant fitted on its own answers of the other sets)."""
     fit = FITS["T + top per kind"]
-    on, off = loo(decisions, fit, True), loo(decisions, fit, False)
-    lines = ["| kind | set | setting | accuracy debias off → on | ECE (left-out fit) off → on |", "|---|---|---|---|---|"]
+    runs = {a: loo(decisions, fit, a if a not in (0.0, 1.0) else a == 1.0) for a in ALPHAS}
+    lines = ["| kind | set | setting | accuracy: off / half / on | ECE (left-out fit): off / half / on |",
+             "|---|---|---|---|---|"]
     kinds = {d.set: d.kind for d in decisions}
-    for (s, shots) in sorted(on, key=lambda k: (kinds[k[0]], k)):
-        a, b = metrics(off[(s, shots)]), metrics(on[(s, shots)])
-        lines.append(f"| {kinds[s]} | {s} | {shots}-shot | {a.accuracy:.1%} → {b.accuracy:.1%} | "
-                     f"{a.ece:.3f} → {b.ece:.3f} |")
+    for (s, shots) in sorted(runs[1.0], key=lambda k: (kinds[k[0]], k[1], k[0])):
+        ms = [metrics(runs[a][(s, shots)]) for a in ALPHAS]
+        lines.append(f"| {kinds[s]} | {s} | {shots}-shot | " + " / ".join(f"{m.accuracy:.1%}" for m in ms) + " | "
+                     + " / ".join(f"{m.ece:.3f}" for m in ms) + " |")
+    for kind in sorted(set(kinds.values())):
+        for shots in (0, 1):
+            groups = [[r for (s, k), rs in runs[a].items() if kinds[s] == kind and k == shots for r in rs] for a in ALPHAS]
+            if groups[0]:
+                lines.append(f"| {kind} | all | {shots}-shot | " + " / ".join(f"{metrics(g).accuracy:.1%}" for g in groups)
+                             + " | " + " / ".join(f"{metrics(g).ece:.3f}" for g in groups) + " |")
     return "\n".join(lines)
 
 

@@ -129,12 +129,22 @@ def clinc(mirror: Path) -> tuple[Rows, Rows]:
     return [(t, lab) for t, lab in d["test"]], [(t, lab) for t, lab in d["train"]]
 
 
+def rte(mirror: Path) -> tuple[Rows, Rows]:
+    def read(split: str) -> Rows:
+        text = show(mirror, "tonyzhaozh/few-shot-learning", f"data/rte/{split}.jsonl")
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        return [(f"Premise: {r['premise']}\nHypothesis: {r['hypothesis']}", r["label"]) for r in rows]
+
+    return read("val"), read("train")  # the test split is unlabelled: validation is the scored one
+
+
 SST5 = {"0": "very negative", "1": "negative", "2": "neutral", "3": "positive", "4": "very positive"}
 
 #: name → (kind, instructions, loader, label map: the source's label → the option's key / level / truth).
 SETS: dict[str, tuple[str, str, Callable[[Path], tuple[Rows, Rows]], dict[str, str] | None]] = {
     "sst2": ("noul", "The movie review is positive.", lambda m: sst(m, False), {"1": "true", "0": "false"}),
     "sms_spam": ("noul", "The text message is spam.", sms, {"spam": "true", "ham": "false"}),
+    "rte": ("noul", "The hypothesis follows from the premise.", rte, {"entailment": "true", "not_entailment": "false"}),
     "sst5": ("score", "How positive is this movie review?", lambda m: sst(m, True), {k: k for k in SST5}),
     "trec": ("choice", "What kind of answer does this question ask for?", trec, None),
     "agnews": ("choice", "What is the topic of this news article?", agnews, None),
