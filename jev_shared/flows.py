@@ -28,10 +28,11 @@ from .json_readout import parse_object, read_json, strip_think
 from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, names_starting, style_for
 from .memory import BackendMemory, Memory
 from .methods import TOKEN_READOUT, answer_format, example_json, request_fields
+from .models import debias_strength
 from .options import Options
 from .prompt import render, symbols_of
 from .questions import MAX_SINGLE_TOKEN_LABELS, Prepared, example_key
-from .readout import Readout, divide_prior, humble, read_labels, softmax_labels
+from .readout import PRIOR_FLOOR, Readout, divide_prior, humble, read_labels, softmax_labels
 from .record import Record
 from .surfaces import (
     CHAT,
@@ -218,13 +219,16 @@ def debias_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow
     no examples: the content-free states'; examples that leave options out: content-free under
     ``debias=True`` only (measured to over-correct, docs/decisions.md)."""
     prep, debias = ask.prep, ask.options.debias
-    if debias is False:
+    strength = 1.0 if debias is True else debias_strength(ask.model, prep.kind, bool(prep.examples))
+    if debias is False or strength <= 0.0:
         return None
     if shows_every_option(prep):
-        return (yield from examples_prior(ask, method, style, surface))
-    if prep.examples and debias == "auto":
+        prior = yield from examples_prior(ask, method, style, surface)
+    elif prep.examples and debias == "auto":
         return None
-    return (yield from content_free_prior(ask, method, style, surface))
+    else:
+        prior = yield from content_free_prior(ask, method, style, surface)
+    return prior if strength == 1.0 else [max(p, PRIOR_FLOOR) ** strength for p in prior]
 
 
 def shows_every_option(prep: Prepared) -> bool:
