@@ -7,9 +7,9 @@ prior it was divided by, so the raw window distribution is recovered exactly off
 (``raw ∝ answered · prior``): calibration and debias can then be refitted and judged with no model
 run (``bench/heldout_fit.py``).
 
-    JEV_NO_CACHE=1 nice -n 10 python bench/heldout.py --raw bench/results/heldout.json
+    JEV_NO_CACHE=1 nice -n 10 python bench/heldout.py --raw bench/heldout_runs/qwen-defaults.json
     python bench/heldout.py --sets trec,sst2 --shots 0 --limit 20 --raw /tmp/h.json
-    python bench/heldout_fit.py bench/results/heldout.json            # the tables (docs/quality.md)
+    python bench/heldout_fit.py bench/heldout_runs/qwen-defaults.json            # the tables (docs/quality.md)
 """
 
 from __future__ import annotations
@@ -155,8 +155,19 @@ def meta_of(model: str, started: float, load: float, args: argparse.Namespace) -
 def save(path: Path, decisions: Sequence[Decision], meta: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"meta": meta, "decisions": [asdict(d) for d in decisions]}))
+    tmp.write_text(json.dumps(_rounded({"meta": meta, "decisions": [asdict(d) for d in decisions]})))
     tmp.replace(path)
+
+
+def _rounded(obj: Any) -> Any:
+    """Six significant digits: plenty for a calibration fit, a third of the file."""
+    if isinstance(obj, float):
+        return float(f"{obj:.6g}")
+    if isinstance(obj, dict):
+        return {k: _rounded(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_rounded(v) for v in obj]
+    return obj
 
 
 def load(paths: Sequence[Path]) -> list[Decision]:

@@ -7,7 +7,7 @@ then by a temperature fitted on that set's own examples' answers and shrunk towa
 fit's verdict) with ``strength`` pseudo-answers, and judged on the set's scored items, which the
 examples never were.
 
-    python bench/heldout_examples.py bench/results/heldout.json
+    python bench/heldout_examples.py bench/heldout_runs/qwen-defaults.json
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from heldout import Decision, load  # noqa: E402
-from heldout_fit import GATE, gate_cell, record, ship_fit  # noqa: E402
+from heldout_fit import FITS, GATE, Fit, gate_cell, record  # noqa: E402
 
 from jev_shared.calibration import GLOBAL, Calibrator, Record, metrics  # noqa: E402
 from jev_shared.calibration_fit import fit_temperature_toward  # noqa: E402
@@ -37,7 +37,7 @@ def labelled(rows: dict, prior: list[float], keys: list[str], qkey: str) -> list
     return [Record(dict(zip(keys, divide_prior(row, prior))), lab, qkey) for row, lab in zip(rows["rows"], rows["labels"])]
 
 
-def evaluate(decisions: Sequence[Decision], heldout_rows: dict) -> str:
+def evaluate(decisions: Sequence[Decision], heldout_rows: dict, fit: Fit) -> str:
     lines = ["| set | n | examples | shipped (left out): ECE, right at p ≥ 0.7 | "
              + " | ".join(f"+ examples, strength {s:g}" for s in STRENGTHS) + " |",
              "|" + "---|" * (4 + len(STRENGTHS))]
@@ -47,7 +47,7 @@ def evaluate(decisions: Sequence[Decision], heldout_rows: dict) -> str:
         items = [d for d in decisions if d.set == name and d.shots == int(shots) and d.answered]
         if not items or not rows.get("rows") or not items[0].prior:
             continue
-        base = ship_fit([record(d) for d in decisions if d.set != name])
+        base = fit([record(d) for d in decisions if d.set != name])
         qkey = record(items[0]).question_id
         keys = list(items[0].answered)
         shipped = base.calibrate([record(d) for d in items])
@@ -67,10 +67,12 @@ def evaluate(decisions: Sequence[Decision], heldout_rows: dict) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("raw", type=Path)
+    ap.add_argument("raw", type=Path, nargs="+")
+    ap.add_argument("--base", default="T + top per kind", choices=list(FITS), help="the shipped fit's form")
     args = ap.parse_args(argv)
-    decisions = load([args.raw])
-    print(evaluate(decisions, json.loads(args.raw.read_text())["meta"].get("heldout_rows", {})))
+    decisions = load(args.raw)
+    rows = {k: v for p in args.raw for k, v in json.loads(p.read_text())["meta"].get("heldout_rows", {}).items()}
+    print(evaluate([d for d in decisions if d.answered], rows, FITS[args.base]))
     return 0
 
 

@@ -6,7 +6,7 @@ one-token ``chat.completions.create`` (the latency floor), the Jev router with t
 (``with_structured_output`` over a ``Literal`` of the option names). Output tokens and calls are read
 off the wire (``router_meter``).
 
-    JEV_NO_CACHE=1 nice -n 10 python bench/heldout_router.py --limit 30 --out bench/results/heldout_router.json
+    JEV_NO_CACHE=1 nice -n 10 python bench/heldout_router.py --limit 30 --out bench/heldout_runs/router.json
 """
 
 from __future__ import annotations
