@@ -64,14 +64,16 @@ def question(meta: dict[str, Any]) -> Choice | Score | Noul:
     return Noul(instructions=meta["instructions"])
 
 
-def examples(meta: dict[str, Any]) -> list[Example]:
-    """One example per option (for a noul, one true and one false; for a score, one per level)."""
+def examples(meta: dict[str, Any], per_option: int = 1) -> list[Example]:
+    """One example per option (for a noul, one true and one false; for a score, one per level); with
+    ``per_option=2`` a second round of them after the first."""
     def answer(label: str) -> str | bool | int:
         if meta["kind"] == "noul":
             return label == "true"
         return int(label) if meta["kind"] == "score" else label
 
-    return [Example(state=e["text"], answer=answer(e["label"])) for e in meta["examples"]]
+    rows = meta["examples"] + (meta.get("more_examples", []) if per_option > 1 else [])
+    return [Example(state=e["text"], answer=answer(e["label"])) for e in rows]
 
 
 def answered_probs(answer: Any) -> dict[str, float]:
@@ -84,7 +86,7 @@ def run_set(client: SystemOneClient, name: str, meta: dict[str, Any], shots: int
             items: Sequence[dict[str, Any]]) -> list[Decision]:
     """Every item once, one decision at a time (the server's cache keeps the question's prefix)."""
     q = question(meta)
-    shot = examples(meta) if shots else None
+    shot = examples(meta, shots) if shots else None
     out = []
     for it in items:
         try:
@@ -116,7 +118,7 @@ def collect(args: argparse.Namespace) -> tuple[list[Decision], dict[str, Any]]:
     try:
         for name in names:
             for shots in (int(s) for s in args.shots.split(",")):
-                if shots and name in args.no_shots.split(","):
+                if (shots and name in args.no_shots.split(",")) or (shots > 1 and "more_examples" not in sets[name]):
                     continue
                 # the product defaults but for calibration (refitted offline): names, debias="auto", layout="auto"
                 client = SystemOneClient(srv.client(), model=srv.model, calibrator=None)
@@ -124,7 +126,7 @@ def collect(args: argparse.Namespace) -> tuple[list[Decision], dict[str, Any]]:
                 ds = run_set(client, name, sets[name], shots, load_items(name, args.limit))
                 decisions += ds
                 if shots:
-                    rows[f"{name}/{shots}"] = heldout_rows(client, sets[name])
+                    rows[f"{name}/{shots}"] = heldout_rows(client, sets[name], shots)
                 right = sum(max(d.answered, key=d.answered.get) == d.label for d in ds if d.answered)
                 print(f"{name} {shots}-shot: {right}/{len(ds)} right, {time.perf_counter() - t:.0f} s", file=sys.stderr)
                 if args.raw:  # saved as it goes: a killed run keeps what it finished
@@ -134,13 +136,13 @@ def collect(args: argparse.Namespace) -> tuple[list[Decision], dict[str, Any]]:
     return decisions, {**meta_of(srv.model, started, load, args), "heldout_rows": rows}
 
 
-def heldout_rows(client: SystemOneClient, meta: dict[str, Any]) -> dict[str, Any]:
+def heldout_rows(client: SystemOneClient, meta: dict[str, Any], shots: int) -> dict[str, Any]:
     """The examples' own answers (each asked with others as its examples), with their true options, in
     the order the engine asked them: the labelled answers a question's own calibration can be fitted on."""
     from jev_shared.flows import held_out
     from jev_shared.questions import example_key, prepare_questions
 
-    [prep] = prepare_questions("x", {"q": question(meta)}, "logprobs", None, examples(meta), "names")
+    [prep] = prepare_questions("x", {"q": question(meta)}, "logprobs", None, examples(meta, shots), "names")
     labels = [example_key(prep, ex.answer) for _, ex in held_out(prep)]
     priors = [r for r in client._memory._m.priors.values() if len(r) == len(labels)]  # noqa: SLF001 - a bench
     return {"labels": labels, "rows": priors[-1] if priors else None}
@@ -177,7 +179,7 @@ def load(paths: Sequence[Path]) -> list[Decision]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", default="", help="comma-separated (default: every set in sets.json)")
-    ap.add_argument("--shots", default="0,1", help="0: zero-shot; 1: one example per option")
+    ap.add_argument("--shots", default="0,1", help="0: zero-shot; 1: one example per option; 2: two")
     ap.add_argument("--no-shots", default="", help="sets to run zero-shot only")
     ap.add_argument("--limit", type=int, default=None, help="at most this many items per set")
     ap.add_argument("--raw", type=Path, required=True, help="where every decision is saved (JSON)")

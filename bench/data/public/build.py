@@ -170,6 +170,10 @@ def build(mirror: Path, name: str) -> dict:
     test = [(t, lab) for t, lab in test if lab in labels]
     items = stratified(test, N_ITEMS, rng)
     examples = one_each(train, labels, rng, {t for t, _ in items})
+    try:
+        more = one_each(train, labels, rng, {t for t, _ in items} | {t for t, _ in examples}) if len(labels) <= 20 else []
+    except IndexError:  # an option with a single training row: no second example for that set
+        more = []
     meta: dict = {"name": name, "kind": kind, "instructions": instructions}
     if kind == "choice":
         meta["criteria"] = {lab: words(lab) for lab in labels}
@@ -179,6 +183,8 @@ def build(mirror: Path, name: str) -> dict:
         for i, (text, lab) in enumerate(items):
             f.write(json.dumps({"id": f"{name}-{i}", "text": text, "label": lab}) + "\n")
     meta["examples"] = [{"text": t, "label": lab} for t, lab in examples]
+    if more:  # a second example per option (sets of up to 20 options): the two-per-option setting
+        meta["more_examples"] = [{"text": t, "label": lab} for t, lab in more]
     return meta
 
 
