@@ -1,6 +1,6 @@
 """Zero-shot routing on the public choice sets: the engine's defaults against LangChain's structured router.
 
-Same server (the embedded default model), same items, contenders taking turns item by item: a bare
+Same server (the embedded default model), same items, each contender over all of them in turn: a bare
 one-token ``chat.completions.create`` (the latency floor), the Jev router with the product defaults
 (names, ``debias="auto"``, the shipped calibration), and LangChain's routing guide
 (``with_structured_output`` over a ``Literal`` of the option names). Output tokens and calls are read
@@ -103,8 +103,8 @@ def run(srv: Any, names: Sequence[str], limit: int) -> dict[str, Any]:
         rows: dict[str, list[tuple[bool, float, str]]] = {c: [] for c in CONTENDERS}
         deciders["jev"]("N/A")  # the one-time prior calls, not in an item's latency
         calls0 = {c: meters[c].snapshot() for c in CONTENDERS}
-        for it in items:
-            for c, decide in deciders.items():
+        for c, decide in deciders.items():  # each contender over every item in turn: a state another
+            for it in items:                 # contender just sent would sit in the server's cache
                 t = time.perf_counter()
                 try:
                     got = decide(it["text"])
