@@ -223,11 +223,14 @@ def debias_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow
     if debias is False or strength <= 0.0:
         return None
     if shows_every_option(prep):
-        prior = yield from examples_prior(ask, method, style, surface)
-    elif prep.examples and debias == "auto":
+        return (yield from examples_prior(ask, method, style, surface, strength))
+    if prep.examples and debias == "auto":
         return None
-    else:
-        prior = yield from content_free_prior(ask, method, style, surface)
+    return powered((yield from content_free_prior(ask, method, style, surface)), strength)
+
+
+def powered(prior: list[float], strength: float) -> list[float]:
+    """The prior raised to ``strength`` (0.5: half the lean divided out, in log space)."""
     return prior if strength == 1.0 else [max(p, PRIOR_FLOOR) ** strength for p in prior]
 
 
@@ -241,7 +244,8 @@ def content_free_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -
     return _mean((yield from _remembered_rows(ask, method, style, surface, "content-free", asks)))
 
 
-def examples_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float]]:
+def examples_prior(ask: Ask, method: str, style: LabelStyle, surface: str,
+                   strength: float = 1.0) -> Flow[list[float]]:
     """The examples' own lean: each example's state asked with others as its examples (never itself);
     the mean answer per true option, averaged over the options, is what the model adds to in-domain
     states whatever they say. Asked once per prompt and model, then remembered. The answers, divided
@@ -252,7 +256,7 @@ def examples_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Fl
     by_option: dict[str, list[list[float]]] = {}
     for (_, ex), row in zip(held, rows):
         by_option.setdefault(example_key(prep, ex.answer), []).append(row)
-    prior = _mean([_mean(group) for group in by_option.values()])
+    prior = powered(_mean([_mean(group) for group in by_option.values()]), strength)
     ask.record.labelled = [(divide_prior(row, prior), example_key(prep, ex.answer)) for (_, ex), row in zip(held, rows)]
     return prior
 
