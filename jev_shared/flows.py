@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from .answers import Answer, answer_confidence, build_answer
 from .calls import Call, Flow, Reply
-from .continuation import PREFILL_FIELDS, chain, conditional, window_of
+from .continuation import PREFILL_FIELDS, chain, conditional, shared_lead, window_of
 from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError, MalformedAnswerError, ProviderError
 from .faults import READOUT_FIELDS, cannot_carry, logprobs_value_complaint, refused_field, route_missing, sent_fields
 from .json_readout import parse_object, read_json, strip_think
@@ -205,13 +205,30 @@ def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, 
                   symbols: tuple[str, ...], exc: AmbiguousNamesError) -> Flow[Readout]:
     """One more one-token call with the shared prefix already answered: P(name) = P(prefix)·P(rest | prefix)."""
     group = names_starting(exc.token, symbols)
-    prefill = messages + [{"role": "assistant", "content": exc.token}]
-    parsed = yield from call(ask, surface, prefill, fields, {**extra, **PREFILL_FIELDS})
-    cond = conditional(exc.token, group, window_of(parsed.logprobs, parsed.content))
+    cond = yield from read_on(ask, surface, messages, fields, extra, exc.token, group, CONTINUATION_DEPTH)
     ro = softmax_labels(symbols, chain(exc.logprob, cond, exc.best), exc.returned, "floor", exc.token, "logprobs")
     ro.source = "logprobs+continuation"
     ask.record.note("continuation", {"prefix": exc.token, "group": group, "conditional": cond})
     return ro
+
+
+#: At most this many continuation calls read a shared prefix on (``declined`` → ``_`` → ``card``).
+CONTINUATION_DEPTH = 3
+
+
+def read_on(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
+            prefix: str, group: list[str], depth: int) -> Flow[dict[str, float]]:
+    """P(name | prefix) over the group; a next token still shared by several names is read on in turn, so
+    names that share more than one token are told apart by the model, not tied and broken by their order."""
+    prefill = messages + [{"role": "assistant", "content": prefix}]
+    parsed = yield from call(ask, surface, prefill, fields, {**extra, **PREFILL_FIELDS})
+    window = window_of(parsed.logprobs, parsed.content)
+    lead = shared_lead(prefix, group, window) if depth > 1 else None
+    splits = {}
+    if lead is not None:
+        token, hits = lead
+        splits[token] = yield from read_on(ask, surface, messages, fields, extra, prefix + token, hits, depth - 1)
+    return conditional(prefix, group, window, splits)
 
 
 def debias_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float] | None]:
