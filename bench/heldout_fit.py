@@ -24,7 +24,10 @@ sys.path.insert(0, str(HERE))
 from heldout import Decision, load  # noqa: E402
 
 from jev_shared.calibration import GLOBAL, SHIPPED, Calibrator, Record, metrics  # noqa: E402
-from jev_shared.readout import PRIOR_FLOOR  # noqa: E402
+from jev_shared.readout import divide_prior  # noqa: E402
+
+#: The floor the saved runs were divided with (before issue 23's PRIOR_SHARE): raw() inverts exactly that.
+RUN_FLOOR = 1e-3
 
 GATE = 0.7
 SETTINGS = {0: "zero-shot", 1: "one example per option", 2: "two examples per option"}
@@ -35,7 +38,7 @@ def raw(d: Decision) -> dict[str, float]:
     """The window's distribution before the prior's division (what ``debias=False`` answers)."""
     if not d.prior:
         return d.answered
-    scaled = [p * max(r, PRIOR_FLOOR) for p, r in zip(d.answered.values(), d.prior)]
+    scaled = [p * max(r, RUN_FLOOR) for p, r in zip(d.answered.values(), d.prior)]
     total = sum(scaled) or 1.0
     return {k: v / total for k, v in zip(d.answered, scaled)}
 
@@ -47,11 +50,13 @@ def key(d: Decision) -> str:
 
 def record(d: Decision, debias: bool | float = True) -> Record:
     """As answered (debias on), raw (off), or divided by the prior raised to ``debias`` (a partial division)."""
-    if debias is True or not d.prior:
+    if not d.prior:
         return Record(d.answered, d.label, key(d))
+    if debias is True:  # the division as the engine does it now (its prior floors), from the raw window
+        return Record(dict(zip(d.answered, divide_prior(list(raw(d).values()), d.prior))), d.label, key(d))
     if debias is False or debias == 0:
         return Record(raw(d), d.label, key(d))
-    scaled = [p / max(r, PRIOR_FLOOR) ** float(debias) for p, r in zip(raw(d).values(), d.prior)]
+    scaled = [p / max(r, RUN_FLOOR) ** float(debias) for p, r in zip(raw(d).values(), d.prior)]
     total = sum(scaled) or 1.0
     return Record({k: v / total for k, v in zip(d.answered, scaled)}, d.label, key(d))
 
