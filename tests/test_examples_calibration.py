@@ -93,3 +93,17 @@ def test_the_temperature_is_shrunk_toward_the_shipped_verdict() -> None:
     assert fit_temperature_toward([], 2.0) == 2.0
     cal = examples_calibrator(Calibrator(), "*choice+examples", ("a", "b"), [([0.9, 0.1], "b"), ([0.8, 0.2], "a")])
     assert cal.temperature() > 1.0 and math.isfinite(cal.temperature())
+
+
+def test_debias_auto_is_set_per_kind_of_question() -> None:
+    """Zero-shot nouls and choices divide by the prior's square root on this model; examples by all of it."""
+    from jev_shared.models import debias_strength
+
+    assert debias_strength(MODEL, "noul", False) == debias_strength(MODEL, "choice", False) == 0.5
+    assert debias_strength(MODEL, "choice", True) == debias_strength(MODEL, "score", False) == 1.0
+    assert debias_strength("gpt-x", "choice", False) == 0.0
+    resp = client(calibrator=None).system_one("ticket", {"spam": Noul(instructions="This is spam.")})
+    p_yes = math.exp(-0.3) / (math.exp(-0.3) + math.exp(-1.4))  # every state reads the same window here
+    assert resp.debug["priors"]["spam"]["yes"] == pytest.approx(math.sqrt(p_yes))
+    half = (p_yes / math.sqrt(p_yes), (1 - p_yes) / math.sqrt(1 - p_yes))
+    assert resp.answers["spam"].noul == pytest.approx(half[0] / sum(half))
