@@ -23,10 +23,12 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from heldout import Decision, load  # noqa: E402
-from heldout_fit import FITS, GATE, Fit, gate_cell, record  # noqa: E402
+from heldout_fit import FITS, GATE, MODEL, Fit, gate_cell, record  # noqa: E402
 
-from jev_shared.calibration import GLOBAL, Calibrator, Record, metrics  # noqa: E402
+from jev_shared.calibration import EXAMPLES_STRENGTH, GLOBAL, Calibrator, Record, examples_calibrator, metrics  # noqa: E402,E501
 from jev_shared.calibration_fit import fit_temperature_toward  # noqa: E402
+from jev_shared.flows import powered  # noqa: E402
+from jev_shared.models import debias_strength  # noqa: E402
 from jev_shared.readout import divide_prior  # noqa: E402
 
 STRENGTHS = (2.0, 5.0, 10.0, 20.0)
@@ -35,6 +37,26 @@ STRENGTHS = (2.0, 5.0, 10.0, 20.0)
 def labelled(rows: dict, prior: list[float], keys: list[str], qkey: str) -> list[Record]:
     """The examples' answers as the engine gives them (divided by the prior they make), with their truth."""
     return [Record(dict(zip(keys, divide_prior(row, prior))), lab, qkey) for row, lab in zip(rows["rows"], rows["labels"])]
+
+
+def own_examples(decisions: Sequence[Decision], heldout_rows: dict, fit: Fit,
+                 strength: float = EXAMPLES_STRENGTH) -> dict[tuple[str, int], list[Record]]:
+    """Each example setting's items, calibrated left out and then by the question's own examples, as the
+    engine does it (``calibration.examples_calibrator``)."""
+    out = {}
+    for tag, rows in heldout_rows.items():
+        name, shots = tag.split("/")
+        items = [d for d in decisions if d.set == name and d.shots == int(shots) and d.answered]
+        if not items or not rows.get("rows") or not items[0].prior:
+            continue
+        base = fit([record(d) for d in decisions if d.set != name])
+        qkey = record(items[0]).question_id
+        prior = powered(items[0].prior, debias_strength(MODEL, items[0].kind, True))
+        own = examples_calibrator(base, qkey, list(items[0].answered),
+                                  [(divide_prior(r, prior), lab) for r, lab in zip(rows["rows"], rows["labels"])], strength)
+        out[(name, int(shots))] = own.calibrate([Record(r.probabilities, r.label, GLOBAL)
+                                                 for r in base.calibrate([record(d) for d in items])])
+    return out
 
 
 def evaluate(decisions: Sequence[Decision], heldout_rows: dict, fit: Fit) -> str:

@@ -12,6 +12,7 @@ the *other* sets only, so no figure comes from a fit that saw its set.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -182,6 +183,39 @@ def debias_table(decisions: Sequence[Decision]) -> str:
 SHIPPED_FIT = "T + top pooled"
 
 
+def doc_table(decisions: Sequence[Decision], heldout_rows: dict[str, Any]) -> str:
+    """docs/quality.md's table: per set and setting, today's shipped calibration against the one shipped
+    now (judged left out), then the question's own examples on top of it (bench/heldout_examples.py)."""
+    from heldout_examples import own_examples
+
+    old = shipped_before([])  # today: the old defaults (the whole prior, its floor) and the old calibration
+    before: dict[tuple[str, int], list[Record]] = {}
+    for d in decisions:
+        before.setdefault((d.set, d.shots), []).extend(old.calibrate([Record(d.answered, d.label, key(d))]))
+    now = loo(decisions, FITS[SHIPPED_FIT])
+    own = own_examples(decisions, heldout_rows, FITS[SHIPPED_FIT])
+    lines = ["| set | kind, options | setting | accuracy today → now | today: ECE, right at p ≥ 0.7 | now (left out): ECE, "
+             "right at p ≥ 0.7 | now + the question's own examples | ECE a calibrated model reads here |",
+             "|---|---|---|---|---|---|---|---|"]
+    kinds = {d.set: (d.kind, len(d.answered)) for d in decisions}
+    for (s, shots), recs in sorted(now.items(), key=lambda k: (k[0][1], k[0][0])):
+        ex = own.get((s, shots))
+        cells = [s, f"{kinds[s][0]}, {kinds[s][1]}", SETTINGS[shots],
+                 f"{metrics(before[(s, shots)]).accuracy:.1%} → {metrics(recs).accuracy:.1%}",
+                 f"{metrics(before[(s, shots)]).ece:.3f}, {gate_cell(before[(s, shots)])}",
+                 f"{metrics(recs).ece:.3f}, {gate_cell(recs)}",
+                 f"{metrics(ex).ece:.3f}, {gate_cell(ex)}" if ex else "—", f"{ece_floor(recs):.3f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    every = [r for rs in now.values() for r in rs]
+    mixed = [r for k, rs in now.items() for r in (own.get(k) or rs)]
+    pooled_before = [r for rs in before.values() for r in rs]
+    lines.append(f"| **all** | | | {metrics(pooled_before).accuracy:.1%} → {metrics(every).accuracy:.1%} | "
+                 f"{metrics(pooled_before).ece:.3f}, "
+                 f"{gate_cell(pooled_before)} | {metrics(every).ece:.3f}, {gate_cell(every)} | "
+                 f"{metrics(mixed).ece:.3f}, {gate_cell(mixed)} | |")
+    return "\n".join(lines)
+
+
 def write_shipped(decisions: Sequence[Decision], model: str) -> Path:
     """The shipped form fitted on every set, in the shipped file (its gate: 95% precision, Wilson margin)."""
     cal = FITS[SHIPPED_FIT]([record(d) for d in decisions if d.answered])
@@ -197,8 +231,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("raw", type=Path, nargs="+")
     ap.add_argument("--write", action="store_true", help="write the shipped calibration (fitted on every set)")
     ap.add_argument("--model", default="qwen2.5-coder-0.5b")
+    ap.add_argument("--doc", action="store_true", help="print docs/quality.md's table only")
     args = ap.parse_args(argv)
     decisions = [d for d in load(args.raw) if d.answered]
+    if args.doc:
+        rows = {k: v for p in args.raw for k, v in json.loads(p.read_text())["meta"].get("heldout_rows", {}).items()}
+        print(doc_table(decisions, rows))
+        return 0
     print(table(decisions))
     print("\nDebias per kind (calibration: T + top per kind, fitted left out):\n")
     print(debias_table(decisions))
