@@ -13,9 +13,11 @@ import re
 #: that debias="auto" divides answers by (1: all of it; 0.5: its square root, half the lean in log space;
 #: 0: none, and no prior calls). Measured held out on public sets per kind (docs/quality.md, issue 23).
 DEBIAS_STRENGTH: dict[str, dict[tuple[str, bool], float]] = {
-    # zero-shot choice and noul: half (as accurate as all of it, better calibrated, and it over-corrects
-    # less where an empty state has an answer of its own); with examples, and zero-shot scores: all of it
-    "qwen2.5-coder-0.5b": {("choice", False): 0.5, ("choice", True): 1.0, ("score", False): 1.0,
+    # zero-shot nouls: half (as accurate as all of it within 4 items of 180, better calibrated, and it
+    # over-corrects less where an empty state has an answer of its own: "an empty message is not spam");
+    # every other kind all of it (zero-shot choices: half and all tie pooled, all of it beats LangChain's
+    # structured router on more sets)
+    "qwen2.5-coder-0.5b": {("choice", False): 1.0, ("choice", True): 1.0, ("score", False): 1.0,
                            ("score", True): 1.0, ("noul", False): 0.5, ("noul", True): 1.0},
 }
 #: Models on which debias="auto" was measured to win for some kind of question (docs/decisions.md).

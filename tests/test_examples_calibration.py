@@ -96,10 +96,11 @@ def test_the_temperature_is_shrunk_toward_the_shipped_verdict() -> None:
 
 
 def test_debias_auto_is_set_per_kind_of_question() -> None:
-    """Zero-shot nouls and choices divide by the prior's square root on this model; examples by all of it."""
+    """Zero-shot nouls divide by the prior's square root on this model; every other kind by all of it."""
     from jev_shared.models import debias_strength
 
-    assert debias_strength(MODEL, "noul", False) == debias_strength(MODEL, "choice", False) == 0.5
+    assert debias_strength(MODEL, "noul", False) == 0.5
+    assert debias_strength(MODEL, "choice", False) == debias_strength(MODEL, "noul", True) == 1.0
     assert debias_strength(MODEL, "choice", True) == debias_strength(MODEL, "score", False) == 1.0
     assert debias_strength("gpt-x", "choice", False) == 0.0
     resp = client(calibrator=None).system_one("ticket", {"spam": Noul(instructions="This is spam.")})
