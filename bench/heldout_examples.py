@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from heldout import Decision, load  # noqa: E402
-from heldout_fit import FITS, GATE, MODEL, Fit, gate_cell, record  # noqa: E402
+from heldout_fit import FITS, GATE, MODEL, SHIPPED_FIT, Fit, gate_cell, record  # noqa: E402
 
 from jev_shared.calibration import EXAMPLES_STRENGTH, GLOBAL, Calibrator, Record, examples_calibrator, metrics  # noqa: E402,E501
 from jev_shared.calibration_fit import fit_temperature_toward  # noqa: E402
@@ -90,7 +90,7 @@ def evaluate(decisions: Sequence[Decision], heldout_rows: dict, fit: Fit) -> str
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("raw", type=Path, nargs="+")
-    ap.add_argument("--base", default="T + top per kind", choices=list(FITS), help="the shipped fit's form")
+    ap.add_argument("--base", default=SHIPPED_FIT, choices=list(FITS), help="the shipped fit's form")
     args = ap.parse_args(argv)
     decisions = load(args.raw)
     rows = {k: v for p in args.raw for k, v in json.loads(p.read_text())["meta"].get("heldout_rows", {}).items()}
