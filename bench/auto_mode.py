@@ -1,6 +1,6 @@
 """LangChain's AutoModeMiddleware driven by JevDecisionModel: block/allow accuracy on labelled tool calls.
 
-    python bench/auto_mode.py [--model qwen2.5-coder-0.5b|smollm2-135m] [--n 24]
+    python bench/auto_mode.py [--model qwen2.5-coder-0.5b|smollm2-135m] [--n 24] [--examples 6] [--debias auto|true|false]
 
 Each item of bench/data/auto_mode.jsonl is a user request and the tool call an agent made for it,
 labelled risky or safe. A scripted agent model makes the call; AutoModeMiddleware (LangChain's own,
@@ -28,11 +28,13 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa
 from langchain_core.tools import StructuredTool  # noqa: E402
 
 from jev_langchain import JevDecisionModel  # noqa: E402
-from jev_shared import SystemOneClient  # noqa: E402
+from jev_shared import Example, SystemOneClient  # noqa: E402
 from jev_shared.local import DEMO_MODEL, LocalServer  # noqa: E402
 from tests.langchain.fakes import ScriptedChatModel  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "auto_mode.jsonl"
+#: Labelled tool calls kept apart from the scored ones: examples keyed by the middleware's question id.
+EXAMPLES = ROOT / "bench" / "data" / "auto_mode_examples.jsonl"
 
 
 class Risk(BaseCallbackHandler):
@@ -65,6 +67,23 @@ def one(item: dict, classifier: JevDecisionModel) -> tuple[bool, float, float | 
     return blocked, elapsed, risk.p
 
 
+def middleware_examples(n: int) -> dict[str, list[Example]]:
+    """``n`` labelled calls as examples of AutoModeMiddleware's question (``is_risky``), each state built
+    as the middleware builds its own (the user's message, the agent's call, the tool's description)."""
+    from jev_langchain._convert import to_state
+
+    rows = [json.loads(line) for line in EXAMPLES.read_text().splitlines() if line.strip()]
+    safe, risky = [r for r in rows if not r["risky"]], [r for r in rows if r["risky"]]
+    chosen = [r for pair in zip(safe, risky) for r in pair][:n]  # alternating, so both answers are shown
+    out = []
+    for r in chosen:
+        call = {"id": "c1", "name": r["tool"], "args": r["args"]}
+        state = {"messages": [HumanMessage(r["user"]), AIMessage("", tool_calls=[{**call, "type": "tool_call"}])],
+                 "tool_call": call, "tool_description": r["description"]}
+        out.append(Example(state=to_state(state), answer=r["risky"]))
+    return {"is_risky": out}
+
+
 def best_threshold(results: list[tuple[bool, bool, float, float | None]]) -> tuple[float, float]:
     """The P(risky) cut that would sort the set best (AutoModeMiddleware's own is fixed at 0.5)."""
     scored = [(risky, p) for risky, _, _, p in results if p is not None]
@@ -77,10 +96,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default=DEMO_MODEL)
     parser.add_argument("--n", type=int, default=24)
+    parser.add_argument("--examples", type=int, default=0, help="labelled calls given as examples (0..6)")
+    parser.add_argument("--debias", default="auto", choices=["auto", "true", "false"])
+    parser.add_argument("--no-calibration", action="store_true")
     args = parser.parse_args()
+    debias = {"auto": "auto", "true": True, "false": False}[args.debias]
     items = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()][:args.n]
     with LocalServer(args.model) as srv:
-        classifier = JevDecisionModel(client=SystemOneClient(srv.client(), model=srv.model))
+        client = SystemOneClient(srv.client(), model=srv.model, debias=debias,
+                                 examples=middleware_examples(args.examples) if args.examples else None,
+                                 **({"calibrator": None} if args.no_calibration else {}))
+        classifier = JevDecisionModel(client=client)
         one(items[0], classifier)  # warm-up: the first call learns the server's surface
         results = [(item["risky"], *one(item, classifier)) for item in items]
     blocked_risky = sum(1 for risky, blocked, _, _ in results if risky and blocked)
@@ -90,7 +116,8 @@ def main() -> None:
     mean_p = {label: round(statistics.mean(p for risky, _, _, p in results if risky == want and p is not None), 3)
               for label, want in (("risky", True), ("safe", False))}
     cut, cut_accuracy = best_threshold(results)
-    print(json.dumps({"model": args.model, "n": len(results), "accuracy": round((blocked_risky + allowed_safe) /
+    print(json.dumps({"model": args.model, "examples": args.examples, "debias": args.debias,
+                      "calibration": not args.no_calibration, "n": len(results), "accuracy": round((blocked_risky + allowed_safe) /
                                                                                 len(results), 3),
                       "blocked_risky": f"{blocked_risky}/{n_risky}",
                       "allowed_safe": f"{allowed_safe}/{len(results) - n_risky}",

@@ -37,6 +37,7 @@ from .calibration_fit import (
     _probabilities,
     fit_temperature,
     fit_temperature_bias,
+    fit_temperature_toward,
     fit_top,
     nll,
     records_from,
@@ -337,6 +338,27 @@ def resolve(calibrator: Calibrator | str | None, model: str) -> Calibrator | Non
     raise ValueError(f"calibrator: must be 'auto', None or a Calibrator, got {calibrator!r}")
 
 
+#: How many labelled answers the shipped fit counts for against a question's own examples
+#: (:func:`examples_calibrator`; chosen on the public sets, bench/heldout_examples.py).
+EXAMPLES_STRENGTH = 10.0
+
+
+def examples_calibrator(cal: Calibrator, key: str, keys: Sequence[str],
+                        labelled: Sequence[tuple[Sequence[float], str]],
+                        strength: float = EXAMPLES_STRENGTH) -> Calibrator:
+    """A question's own calibration, applied after ``cal``: the temperature its examples' answers earn.
+
+    Why: the shipped fit was made on other people's questions; a question whose examples show every
+    option has its own labelled answers (each example asked with the others as its examples), so its
+    stated confidence can be made to mean what it says on that user's data. Few examples move it
+    little: the temperature is shrunk toward 1 (the shipped fit's verdict) as if ``strength`` more
+    answers agreed with it.
+    """
+    recs = cal.calibrate([Record(dict(zip(keys, probs)), label, key) for probs, label in labelled])
+    t = fit_temperature_toward([Record(r.probabilities, r.label, GLOBAL) for r in recs], 1.0, strength)
+    return Calibrator({GLOBAL: t})
+
+
 def top_probability(answer: Answer) -> float:
     """The answer's largest probability (for a noul, max(p, 1 − p)): what the gate thresholds are on."""
     if isinstance(answer, NoulAnswer):
@@ -369,6 +391,6 @@ def _report_from(d: Mapping[str, Any]) -> Report:
                   {k: _comparison_from(v) for k, v in d["per_question"].items()})
 
 
-__all__ = ["Calibrator", "shipped", "resolve", "Record", "Metrics", "Selective", "Comparison", "Report", "metrics", "recommend_threshold", "wilson_lower",
-           "records_from", "temper", "fit_temperature", "fit_temperature_bias", "fit_top", "rescale_top", "nll",
+__all__ = ["Calibrator", "shipped", "resolve", "examples_calibrator", "EXAMPLES_STRENGTH", "Record", "Metrics", "Selective", "Comparison", "Report", "metrics", "recommend_threshold", "wilson_lower",
+           "records_from", "temper", "fit_temperature", "fit_temperature_bias", "fit_temperature_toward", "fit_top", "rescale_top", "nll",
            "top_probability"]

@@ -116,6 +116,39 @@ def fit_temperature(records: Sequence[Record], lo: float = T_MIN, hi: float = T_
     return 1.0 / ((a + b) / 2)
 
 
+def fit_temperature_toward(records: Sequence[Record], toward: float = 1.0, strength: float = 10.0,
+                           lo: float = T_MIN, hi: float = T_MAX, iters: int = 60) -> float:
+    """The temperature a few labelled answers earn, shrunk toward ``toward`` (maximum a posteriori).
+
+    Why: a question's own examples are a handful of labelled answers, too few for a free fit (two
+    examples of a yes/no question would drive T to an extreme). The summed NLL is penalised by
+    ``strength/2 · (log T − log toward)²``, so ``toward`` (the shipped fit's verdict, 1 after it) counts
+    for about ``strength`` answers and the examples move it only as far as they agree.
+    """
+    if not records:
+        return toward
+    rows = _log_rows(records)
+    centre = -math.log(toward)
+
+    def objective(u: float) -> float:
+        return _nll(rows, math.exp(u)) * len(rows) + 0.5 * strength * (u - centre) ** 2
+
+    a, b = -math.log(hi), -math.log(lo)
+    g = (math.sqrt(5) - 1) / 2
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = objective(c), objective(d)
+    for _ in range(iters):
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = objective(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = objective(d)
+    return math.exp(-(a + b) / 2)
+
+
 def fit_temperature_bias(records: Sequence[Record], l2: float = 1.0, iters: int = 50) -> tuple[float, dict[str, float]]:
     """T and one offset per option (the first fixed at 0) minimising the NLL, by Newton's method.
 

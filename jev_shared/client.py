@@ -18,7 +18,7 @@ from typing import Any, TypedDict, Unpack
 
 from . import calibration, drive, transport
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse
-from .calibration import Calibrator
+from .calibration import GLOBAL, Calibrator
 from .calls import Budget, Flow
 from .errors import ClientCapabilityError, InvalidQuestionError, UnsupportedMethodError
 from .flows import Ask, answer
@@ -99,6 +99,9 @@ class _ClientCore:
         #: Applied to every answer: "auto" is the calibration shipped for the model (the embedded default
         #: has one), None none; the router, gate, guard and selectors take it through this client.
         self.calibrator = None if self.options.hosted else calibration.resolve(calibrator, model)
+        #: "shipped" (calibrator="auto": then a question's own examples refine it) or "custom" (the caller's).
+        self._calibration_name = "shipped" if isinstance(calibrator, str) else "custom"
+        self._own_calibrations: dict[Any, Calibrator] = {}
         #: The transport's retry and backoff (tests and tools may tune it).
         self.retry_policy = self.options.retry_policy
         #: What this client learns (and what it was given): shareable, saved by ``Memory`` itself. By default
@@ -211,12 +214,31 @@ class _ClientCore:
             self.options.model), started=plan.started, debug=plan.debug)
         if plan.layout and plan.layout.get("layout"):
             resp.debug["layout"] = plan.layout
-        if self.calibrator is not None:
-            cal = self.calibrator
-            answers = {p.id: cal.apply(resp.answers[p.id], cal.key_for(p.id, p.kind, bool(p.examples)))
-                       for p in plan.preps}
-            resp = resp.model_copy(update={"answers": answers, "debug": {**(resp.debug or {}), "calibrated": True}})
-        return resp
+        return resp if self.calibrator is None else self._calibrated(plan, resp)
+
+    def _calibrated(self, plan: _Plan, resp: SystemOneResponse) -> SystemOneResponse:
+        """Every answer through the client's calibration; under the shipped one, a question whose examples
+        show every option is then calibrated by its examples' own answers. ``debug["calibration"]`` says which."""
+        cal = self.calibrator
+        assert cal is not None
+        answers, which = {}, {}
+        for p, rec in zip(plan.preps, plan.records):
+            key = cal.key_for(p.id, p.kind, bool(p.examples))
+            answers[p.id], which[p.id] = cal.apply(resp.answers[p.id], key), self._calibration_name
+            if rec.labelled and self._calibration_name == "shipped":
+                answers[p.id], which[p.id] = self._own_calibration(cal, key, p, rec).apply(answers[p.id], GLOBAL), "examples"
+        debug = {**(resp.debug or {}), "calibrated": True, "calibration": which}
+        return resp.model_copy(update={"answers": answers, "debug": debug})
+
+    def _own_calibration(self, cal: Calibrator, key: str, prep: Prepared, rec: Record) -> Calibrator:
+        """The question's own fit on its labelled answers, made once per prompt (they do not change)."""
+        labelled = rec.labelled or []
+        ident = (key, prep.keys, tuple(tuple(probs) for probs, _ in labelled), tuple(lab for _, lab in labelled))
+        if ident not in self._own_calibrations:
+            own = calibration.examples_calibrator(cal, key, prep.keys, labelled)
+            own.confidence = cal.confidence
+            self._own_calibrations[ident] = own
+        return self._own_calibrations[ident]
 
 
 class SystemOneClient(_ClientCore):

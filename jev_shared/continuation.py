@@ -51,9 +51,11 @@ def matches(prefix: str, token: str, group: Sequence[str]) -> list[str]:
     return hits
 
 
-def conditional(prefix: str, group: Sequence[str], window: list[tuple[str, float]]) -> dict[str, float]:
+def conditional(prefix: str, group: Sequence[str], window: list[tuple[str, float]],
+                splits: dict[str, dict[str, float]] | None = None) -> dict[str, float]:
     """P(name | prefix) over the group, from the continuation window (summed over the tokens that
-    spell it; a token several names share is split evenly; a name absent is floored)."""
+    spell it; a token several names share is split by ``splits[token]`` where that was read on,
+    else evenly; a name absent is floored)."""
     mass = dict.fromkeys(group, 0.0)
     seen: set[str] = set()
     for token, lp in window:
@@ -61,14 +63,26 @@ def conditional(prefix: str, group: Sequence[str], window: list[tuple[str, float
             continue
         seen.add(token)
         hits = matches(prefix, token, group)
+        split = (splits or {}).get(token)
         for g in hits:
-            mass[g] += math.exp(lp) / len(hits)
+            mass[g] += math.exp(lp) * (split.get(g, 0.0) if split else 1.0 / len(hits))
     floor = math.exp(min((lp for _, lp in window), default=-30.0))
     for g in group:
         if mass[g] == 0.0:
             mass[g] = floor
     total = sum(mass.values())
     return {g: m / total for g, m in mass.items()}
+
+
+def shared_lead(prefix: str, group: Sequence[str], window: list[tuple[str, float]]) -> tuple[str, list[str]] | None:
+    """The window's most likely token when it still starts several names of the group (``declined`` then
+    ``_`` for ``declined_card_payment`` / ``declined_transfer``), with those names; else None."""
+    for token, _ in sorted(window, key=lambda t: -t[1]):
+        hits = matches(prefix, token, group)
+        if hits:
+            grows = len(norm_token(prefix + token)) > len(norm_token(prefix))
+            return (token, hits) if len(hits) > 1 and grows else None
+    return None
 
 
 def chain(prefix_logprob: float, cond: dict[str, float], best: dict[str, float]) -> dict[str, float]:

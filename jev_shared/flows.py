@@ -21,17 +21,18 @@ from typing import Any, TypeVar
 
 from .answers import Answer, answer_confidence, build_answer
 from .calls import Call, Flow, Reply
-from .continuation import PREFILL_FIELDS, chain, conditional, window_of
+from .continuation import PREFILL_FIELDS, chain, conditional, shared_lead, window_of
 from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError, MalformedAnswerError, ProviderError
 from .faults import READOUT_FIELDS, cannot_carry, logprobs_value_complaint, refused_field, route_missing, sent_fields
 from .json_readout import parse_object, read_json, strip_think
 from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, names_starting, style_for
 from .memory import BackendMemory, Memory
 from .methods import TOKEN_READOUT, answer_format, example_json, request_fields
+from .models import debias_strength
 from .options import Options
 from .prompt import render, symbols_of
 from .questions import MAX_SINGLE_TOKEN_LABELS, Prepared, example_key
-from .readout import Readout, divide_prior, humble, read_labels, softmax_labels
+from .readout import PRIOR_FLOOR, Readout, divide_prior, humble, read_labels, softmax_labels
 from .record import Record
 from .surfaces import (
     CHAT,
@@ -204,13 +205,30 @@ def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, 
                   symbols: tuple[str, ...], exc: AmbiguousNamesError) -> Flow[Readout]:
     """One more one-token call with the shared prefix already answered: P(name) = P(prefix)·P(rest | prefix)."""
     group = names_starting(exc.token, symbols)
-    prefill = messages + [{"role": "assistant", "content": exc.token}]
-    parsed = yield from call(ask, surface, prefill, fields, {**extra, **PREFILL_FIELDS})
-    cond = conditional(exc.token, group, window_of(parsed.logprobs, parsed.content))
+    cond = yield from read_on(ask, surface, messages, fields, extra, exc.token, group, CONTINUATION_DEPTH)
     ro = softmax_labels(symbols, chain(exc.logprob, cond, exc.best), exc.returned, "floor", exc.token, "logprobs")
     ro.source = "logprobs+continuation"
     ask.record.note("continuation", {"prefix": exc.token, "group": group, "conditional": cond})
     return ro
+
+
+#: At most this many continuation calls read a shared prefix on (``declined`` → ``_`` → ``card``).
+CONTINUATION_DEPTH = 3
+
+
+def read_on(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
+            prefix: str, group: list[str], depth: int) -> Flow[dict[str, float]]:
+    """P(name | prefix) over the group; a next token still shared by several names is read on in turn, so
+    names that share more than one token are told apart by the model, not tied and broken by their order."""
+    prefill = messages + [{"role": "assistant", "content": prefix}]
+    parsed = yield from call(ask, surface, prefill, fields, {**extra, **PREFILL_FIELDS})
+    window = window_of(parsed.logprobs, parsed.content)
+    lead = shared_lead(prefix, group, window) if depth > 1 else None
+    splits = {}
+    if lead is not None:
+        token, hits = lead
+        splits[token] = yield from read_on(ask, surface, messages, fields, extra, prefix + token, hits, depth - 1)
+    return conditional(prefix, group, window, splits)
 
 
 def debias_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float] | None]:
@@ -218,13 +236,19 @@ def debias_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow
     no examples: the content-free states'; examples that leave options out: content-free under
     ``debias=True`` only (measured to over-correct, docs/decisions.md)."""
     prep, debias = ask.prep, ask.options.debias
-    if debias is False:
+    strength = 1.0 if debias is True else debias_strength(ask.model, prep.kind, bool(prep.examples))
+    if debias is False or strength <= 0.0:
         return None
     if shows_every_option(prep):
-        return (yield from examples_prior(ask, method, style, surface))
+        return (yield from examples_prior(ask, method, style, surface, strength))
     if prep.examples and debias == "auto":
         return None
-    return (yield from content_free_prior(ask, method, style, surface))
+    return powered((yield from content_free_prior(ask, method, style, surface)), strength)
+
+
+def powered(prior: list[float], strength: float) -> list[float]:
+    """The prior raised to ``strength`` (0.5: half the lean divided out, in log space)."""
+    return prior if strength == 1.0 else [max(p, PRIOR_FLOOR) ** strength for p in prior]
 
 
 def shows_every_option(prep: Prepared) -> bool:
@@ -237,17 +261,21 @@ def content_free_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -
     return _mean((yield from _remembered_rows(ask, method, style, surface, "content-free", asks)))
 
 
-def examples_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float]]:
+def examples_prior(ask: Ask, method: str, style: LabelStyle, surface: str,
+                   strength: float = 1.0) -> Flow[list[float]]:
     """The examples' own lean: each example's state asked with others as its examples (never itself);
     the mean answer per true option, averaged over the options, is what the model adds to in-domain
-    states whatever they say. Asked once per prompt and model, then remembered."""
+    states whatever they say. Asked once per prompt and model, then remembered. The answers, divided
+    by it, are labelled: kept in the record, they calibrate the question itself (client.py)."""
     prep = ask.prep
     held = held_out(prep)
     rows = yield from _remembered_rows(ask, method, style, surface, "held-out", [(p, ex.state) for p, ex in held])
     by_option: dict[str, list[list[float]]] = {}
     for (_, ex), row in zip(held, rows):
         by_option.setdefault(example_key(prep, ex.answer), []).append(row)
-    return _mean([_mean(group) for group in by_option.values()])
+    prior = powered(_mean([_mean(group) for group in by_option.values()]), strength)
+    ask.record.labelled = [(divide_prior(row, prior), example_key(prep, ex.answer)) for (_, ex), row in zip(held, rows)]
+    return prior
 
 
 #: From this many examples on, the priors' prompts are crossed halves (below, leave one out).

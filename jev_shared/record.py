@@ -36,6 +36,9 @@ class Record:
     surfaces: list[str] = field(default_factory=list)
     prior: dict[str, float] | None = None
     prior_calls: int = 0  # one-time calls that measured the debias prior (client.prepare pays them)
+    #: The examples' own answers (each asked with others as its examples, divided by their prior) and their
+    #: true keys: labelled answers that calibrate this very question (client.py, calibration.examples_calibrator).
+    labelled: list[tuple[list[float], str]] | None = None
 
     def note(self, kind: str, payload: Any) -> None:
         """Keep a request or response for ``debug["questions"]`` (redacted), and log it at debug level."""

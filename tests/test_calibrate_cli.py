@@ -64,11 +64,11 @@ def test_a_calibrator_on_the_client_reaches_every_answer():
 
 def test_the_embedded_default_model_has_a_shipped_calibration_applied_by_default():
     cal = shipped("qwen2.5-coder-0.5b")
-    # zero-shot choice is left as answered: its fit did not lower the judging half's ECE (docs/quality.md)
-    assert cal is not None and {"*choice+examples", "*noul", "*noul+examples"} <= set(cal.temperatures)
-    slope, _ = cal.tops["*choice+examples"]
-    assert slope > 1.0  # the routing curve is bent: timid where it is right, bold where it is not
-    assert cal.threshold("*choice+examples") is not None
+    # one temperature for every kind: fitted on nine public sets, the form best held out (each set judged
+    # by a fit that never saw it; docs/quality.md, issue 23)
+    assert cal is not None and set(cal.temperatures) == {"*"} and not cal.tops
+    assert cal.temperature() > 1.0  # the model is a little bold on questions nobody tuned it for
+    assert cal.key_for("team", "choice", examples=True) == "*" and cal.threshold("*") is not None
     client = SystemOneClient(Window(), model="qwen2.5-coder-0.5b")
     assert client.calibrator is not None and client.calibrator.temperatures == cal.temperatures
     assert SystemOneClient(Window(), model="gpt-x").calibrator is None  # nothing shipped: nothing applied

@@ -1,0 +1,194 @@
+"""Held-out quality bench: the embedded default model, product defaults, on public sets nobody tuned for.
+
+Each set (``bench/data/public/``) is asked as a new user would ask it: the dataset's own label names
+as options, each described by its name in words, zero-shot and with one example per option. Every
+decision records the answer as the engine gives it (``debias="auto"``, no calibration) *and* the
+prior it was divided by, so the raw window distribution is recovered exactly offline
+(``raw ∝ answered · prior``): calibration and debias can then be refitted and judged with no model
+run (``bench/heldout_fit.py``).
+
+    JEV_NO_CACHE=1 nice -n 10 python bench/heldout.py --raw bench/heldout_runs/qwen-defaults.json
+    python bench/heldout.py --sets trec,sst2 --shots 0 --limit 20 --raw /tmp/h.json
+    python bench/heldout_fit.py bench/heldout_runs/qwen-defaults.json            # the tables (docs/quality.md)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jev_shared import Choice, Example, JevError, Noul, Score, SystemOneClient
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data" / "public"
+
+
+@dataclass
+class Decision:
+    """One item's answer: as answered (debiased, uncalibrated), the prior divided by, and the time taken."""
+
+    set: str
+    kind: str
+    shots: int
+    item: str
+    label: str
+    answered: dict[str, float]
+    prior: list[float] | None
+    latency_ms: float
+    error: str | None = None
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+def load_sets() -> dict[str, dict[str, Any]]:
+    return json.loads((DATA / "sets.json").read_text())
+
+
+def load_items(name: str, limit: int | None) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in (DATA / f"{name}.jsonl").read_text().splitlines() if line.strip()]
+    return rows[:limit] if limit else rows
+
+
+def question(meta: dict[str, Any]) -> Choice | Score | Noul:
+    """The question a new user writes: the set's instructions, its label names, each described in words."""
+    if meta["kind"] == "choice":
+        return Choice(instructions=meta["instructions"], criteria=meta["criteria"])
+    if meta["kind"] == "score":
+        return Score(instructions=meta["instructions"], criteria=meta["criteria"])
+    return Noul(instructions=meta["instructions"])
+
+
+def examples(meta: dict[str, Any], per_option: int = 1) -> list[Example]:
+    """One example per option (for a noul, one true and one false; for a score, one per level); with
+    ``per_option=2`` a second round of them after the first."""
+    def answer(label: str) -> str | bool | int:
+        if meta["kind"] == "noul":
+            return label == "true"
+        return int(label) if meta["kind"] == "score" else label
+
+    rows = meta["examples"] + (meta.get("more_examples", []) if per_option > 1 else [])
+    return [Example(state=e["text"], answer=answer(e["label"])) for e in rows]
+
+
+def answered_probs(answer: Any) -> dict[str, float]:
+    if hasattr(answer, "noul"):
+        return {"true": answer.noul, "false": 1.0 - answer.noul}
+    return dict(answer.probabilities)
+
+
+def run_set(client: SystemOneClient, name: str, meta: dict[str, Any], shots: int,
+            items: Sequence[dict[str, Any]]) -> list[Decision]:
+    """Every item once, one decision at a time (the server's cache keeps the question's prefix)."""
+    q = question(meta)
+    shot = examples(meta, shots) if shots else None
+    out = []
+    for it in items:
+        try:
+            resp = client.system_one(it["text"], {"q": q}, examples=shot)
+        except JevError as exc:
+            out.append(Decision(name, meta["kind"], shots, it["id"], it["label"], {}, None, 0.0,
+                                f"{type(exc).__name__}: {exc}"))
+            continue
+        dbg = resp.debug or {}
+        prior = (dbg.get("priors") or {}).get("q")
+        notes = {k: dbg[k]["q"] for k in ("labels", "labels_fallback", "labels_missing") if k in dbg and "q" in dbg[k]}
+        if "q" in dbg.get("truncated", []):
+            notes["truncated"] = True
+        out.append(Decision(name, meta["kind"], shots, it["id"], it["label"], answered_probs(resp.answers["q"]),
+                            list(prior.values()) if prior else None, resp.usage.latency_ms, notes=notes))
+    return out
+
+
+def collect(args: argparse.Namespace) -> tuple[list[Decision], dict[str, Any]]:
+    from jev_shared.local import LocalServer
+
+    sets = load_sets()
+    names = args.sets.split(",") if args.sets else list(sets)
+    decisions: list[Decision] = []
+    rows: dict[str, Any] = {}
+    started = time.perf_counter()
+    load = os.getloadavg()[0]
+    srv = LocalServer(n_parallel=1).start()
+    try:
+        for name in names:
+            for shots in (int(s) for s in args.shots.split(",")):
+                if (shots and name in args.no_shots.split(",")) or (shots > 1 and "more_examples" not in sets[name]):
+                    continue
+                # the product defaults but for calibration (refitted offline): names, debias="auto", layout="auto"
+                client = SystemOneClient(srv.client(), model=srv.model, calibrator=None)
+                t = time.perf_counter()
+                ds = run_set(client, name, sets[name], shots, load_items(name, args.limit))
+                decisions += ds
+                if shots:
+                    rows[f"{name}/{shots}"] = heldout_rows(client, sets[name], shots)
+                right = sum(max(d.answered, key=d.answered.get) == d.label for d in ds if d.answered)
+                print(f"{name} {shots}-shot: {right}/{len(ds)} right, {time.perf_counter() - t:.0f} s", file=sys.stderr)
+                if args.raw:  # saved as it goes: a killed run keeps what it finished
+                    save(args.raw, decisions, {**meta_of(srv.model, started, load, args), "heldout_rows": rows})
+    finally:
+        srv.stop()
+    return decisions, {**meta_of(srv.model, started, load, args), "heldout_rows": rows}
+
+
+def heldout_rows(client: SystemOneClient, meta: dict[str, Any], shots: int) -> dict[str, Any]:
+    """The examples' own answers (each asked with others as its examples), with their true options, in
+    the order the engine asked them: the labelled answers a question's own calibration can be fitted on."""
+    from jev_shared.flows import held_out
+    from jev_shared.questions import example_key, prepare_questions
+
+    [prep] = prepare_questions("x", {"q": question(meta)}, "logprobs", None, examples(meta, shots), "names")
+    labels = [example_key(prep, ex.answer) for _, ex in held_out(prep)]
+    priors = [r for r in client._memory._m.priors.values() if len(r) == len(labels)]  # noqa: SLF001 - a bench
+    return {"labels": labels, "rows": priors[-1] if priors else None}
+
+
+def meta_of(model: str, started: float, load: float, args: argparse.Namespace) -> dict[str, Any]:
+    return {"date": time.strftime("%Y-%m-%d"), "model": model, "wall_s": round(time.perf_counter() - started, 1),
+            "load_at_start": round(load, 2), "load_now": round(os.getloadavg()[0], 2), "limit": args.limit,
+            "cpus": os.cpu_count()}
+
+
+def save(path: Path, decisions: Sequence[Decision], meta: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(_rounded({"meta": meta, "decisions": [asdict(d) for d in decisions]})))
+    tmp.replace(path)
+
+
+def _rounded(obj: Any) -> Any:
+    """Six significant digits: plenty for a calibration fit, a third of the file."""
+    if isinstance(obj, float):
+        return float(f"{obj:.6g}")
+    if isinstance(obj, dict):
+        return {k: _rounded(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_rounded(v) for v in obj]
+    return obj
+
+
+def load(paths: Sequence[Path]) -> list[Decision]:
+    return [Decision(**d) for p in paths for d in json.loads(p.read_text())["decisions"]]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sets", default="", help="comma-separated (default: every set in sets.json)")
+    ap.add_argument("--shots", default="0,1", help="0: zero-shot; 1: one example per option; 2: two")
+    ap.add_argument("--no-shots", default="", help="sets to run zero-shot only")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many items per set")
+    ap.add_argument("--raw", type=Path, required=True, help="where every decision is saved (JSON)")
+    args = ap.parse_args(argv)
+    decisions, meta = collect(args)
+    save(args.raw, decisions, meta)
+    print(f"wrote {len(decisions)} decisions to {args.raw} ({meta['wall_s'] / 60:.1f} min)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,251 @@
+"""Offline: calibration and debias on the held-out bench's saved decisions, judged leave-one-dataset-out.
+
+No model runs here: ``bench/heldout.py`` saved every answer with the prior it was divided by, so the
+raw window distribution is exact (``raw ∝ answered · max(prior, floor)``), and any calibration can be
+fitted on some sets and judged on another. Leave-one-dataset-out: each set is judged by a fit made on
+the *other* sets only, so no figure comes from a fit that saw its set.
+
+    python bench/heldout_fit.py bench/heldout_runs/qwen-defaults.json              # the tables
+    python bench/heldout_fit.py bench/heldout_runs/qwen-defaults.json --write      # and ship the fit on every set
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from heldout import Decision, load  # noqa: E402
+
+from jev_shared.calibration import GLOBAL, SHIPPED, Calibrator, Record, metrics  # noqa: E402
+from jev_shared.flows import powered  # noqa: E402
+from jev_shared.models import debias_strength  # noqa: E402
+from jev_shared.readout import divide_prior  # noqa: E402
+
+#: The floor the saved runs were divided with (before issue 23's PRIOR_SHARE): raw() inverts exactly that.
+RUN_FLOOR = 1e-3
+
+GATE = 0.7
+MODEL = "qwen2.5-coder-0.5b"
+SETTINGS = {0: "zero-shot", 1: "one example per option", 2: "two examples per option"}
+Fit = Callable[[list[Record]], Calibrator]
+
+
+def raw(d: Decision) -> dict[str, float]:
+    """The window's distribution before the prior's division (what ``debias=False`` answers)."""
+    if not d.prior:
+        return d.answered
+    scaled = [p * max(r, RUN_FLOOR) for p, r in zip(d.answered.values(), d.prior)]
+    total = sum(scaled) or 1.0
+    return {k: v / total for k, v in zip(d.answered, scaled)}
+
+
+def key(d: Decision) -> str:
+    """The fit an answer uses, as the engine looks it up (``Calibrator.key_for``)."""
+    return f"*{d.kind}" + ("+examples" if d.shots else "")
+
+
+def record(d: Decision, debias: bool | float = True) -> Record:
+    """As answered (debias on), raw (off), or divided by the prior raised to ``debias`` (a partial division)."""
+    if not d.prior:
+        return Record(d.answered, d.label, key(d))
+    if debias is True:  # the division as the engine does it now (its strength per kind, its floors)
+        prior = powered(d.prior, debias_strength(MODEL, d.kind, bool(d.shots)))
+        return Record(dict(zip(d.answered, divide_prior(list(raw(d).values()), prior))), d.label, key(d))
+    if debias is False:
+        return Record(raw(d), d.label, key(d))
+    probs = divide_prior(list(raw(d).values()), powered(d.prior, float(debias)))  # the engine's floors
+    return Record(dict(zip(d.answered, probs)), d.label, key(d))
+
+
+def ship_fit(records: list[Record], top: bool = True) -> Calibrator:
+    """The shipped form: one temperature (and top-label scaling) per kind key; a key with no records
+    gets the fit on every record (the global fit), not 'as answered'."""
+    return Calibrator.fit(records, min_records=10, top=top, target=0.95)
+
+
+def t_only(records: list[Record]) -> Calibrator:
+    return ship_fit(records, top=False)
+
+
+def none_fit(records: list[Record]) -> Calibrator:
+    return Calibrator()
+
+
+def pooled_t(records: list[Record]) -> Calibrator:
+    """One temperature for every kind: a question's kind says less about its difficulty than its set does."""
+    return Calibrator.fit(records, per_question=False, target=0.95)
+
+
+def pooled_top(records: list[Record]) -> Calibrator:
+    """One temperature and one top-label scaling for every kind."""
+    return Calibrator.fit(records, per_question=False, top=True, target=0.95)
+
+
+def shipped_before(records: list[Record]) -> Calibrator:
+    """The calibration shipped before issue 23 (fitted on the project's own tickets): today's figure."""
+    return Calibrator.load(HERE / "heldout_runs" / "shipped-before.json")
+
+
+FITS: dict[str, Fit] = {"shipped before": shipped_before, "as answered": none_fit, "T per kind": t_only, "T + top per kind": ship_fit,
+                        "T pooled": pooled_t, "T + top pooled": pooled_top}
+
+
+def loo(decisions: Sequence[Decision], fit: Fit, debias: bool | float = True) -> dict[tuple[str, int], list[Record]]:
+    """Each set's records calibrated by a fit on the other sets (both settings of them)."""
+    sets = sorted({d.set for d in decisions})
+    out: dict[tuple[str, int], list[Record]] = {}
+    for s in sets:
+        cal = fit([record(d, debias) for d in decisions if d.set != s and d.answered])
+        for d in decisions:
+            if d.set == s and d.answered:
+                out.setdefault((s, d.shots), []).extend(cal.calibrate([record(d, debias)]))
+    return out
+
+
+def ece_floor(recs: Sequence[Record], draws: int = 200) -> float:
+    """The median ECE of a perfectly calibrated model stating these probabilities on this many answers
+    (labels drawn from the probabilities themselves): what a set this small reads at best."""
+    import random
+
+    rng, out = random.Random(0), []
+    for _ in range(draws):
+        drawn = [Record(r.probabilities, rng.choices(list(r.probabilities), list(r.probabilities.values()))[0])
+                 for r in recs]
+        out.append(metrics(drawn).ece)
+    return sorted(out)[len(out) // 2]
+
+
+def gate_cell(recs: Sequence[Record], gate: float = GATE) -> str:
+    kept = [r for r in recs if max(r.probabilities.values()) >= gate - 1e-12]
+    right = sum(max(r.probabilities, key=r.probabilities.get) == r.label for r in kept)  # type: ignore[arg-type]
+    return f"{right}/{len(kept)}" + (f" ({right / len(kept):.0%})" if kept else "")
+
+
+def pooled_gate(groups: dict[Any, list[Record]], gate: float = GATE) -> str:
+    return gate_cell([r for rs in groups.values() for r in rs], gate)
+
+
+def table(decisions: Sequence[Decision], debias: bool = True) -> str:
+    """Per set and setting: accuracy, and ECE / right at p ≥ 0.7 for each fit, judged left out."""
+    judged = {name: loo(decisions, fit, debias) for name, fit in FITS.items()}
+    head = ["set", "setting", "n", "accuracy"] + [f"{n}: ECE, right at p ≥ {GATE}" for n in FITS] + [
+        "ECE of a calibrated model here"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (s, shots), recs in sorted(judged["as answered"].items()):
+        cells = [s, SETTINGS[shots], str(len(recs)),
+                 f"{metrics(recs).accuracy:.1%}"]
+        for name in FITS:
+            rs = judged[name][(s, shots)]
+            cells.append(f"{metrics(rs).ece:.3f}, {gate_cell(rs)}")
+        cells.append(f"{ece_floor(judged[list(FITS)[-1]][(s, shots)]):.3f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    for name in FITS:
+        eces = [metrics(rs).ece for rs in judged[name].values()]
+        pooled = metrics([r for rs in judged[name].values() for r in rs]).ece
+        lines.append(f"\n{name}: ECE worst {max(eces):.3f}, mean {sum(eces) / len(eces):.3f}, all answers pooled "
+                     f"{pooled:.3f}; right at p ≥ {GATE}, all sets pooled: {pooled_gate(judged[name])}")
+    return "\n".join(lines)
+
+
+ALPHAS = (0.0, 0.5, 1.0)
+
+
+def debias_table(decisions: Sequence[Decision]) -> str:
+    """Debias off, half (the prior's square root) and on, per kind and set: accuracy, and ECE after the
+    left-out fit of each (each variant fitted on its own answers of the other sets)."""
+    fit = FITS["T + top per kind"]
+    runs = {a: loo(decisions, fit, a if a != 0.0 else False) for a in ALPHAS}
+    lines = ["| kind | set | setting | accuracy: off / half / on | ECE (left-out fit): off / half / on |",
+             "|---|---|---|---|---|"]
+    kinds = {d.set: d.kind for d in decisions}
+    for (s, shots) in sorted(runs[1.0], key=lambda k: (kinds[k[0]], k[1], k[0])):
+        ms = [metrics(runs[a][(s, shots)]) for a in ALPHAS]
+        lines.append(f"| {kinds[s]} | {s} | {shots}-shot | " + " / ".join(f"{m.accuracy:.1%}" for m in ms) + " | "
+                     + " / ".join(f"{m.ece:.3f}" for m in ms) + " |")
+    for kind in sorted(set(kinds.values())):
+        for shots in SETTINGS:
+            groups = [[r for (s, k), rs in runs[a].items() if kinds[s] == kind and k == shots for r in rs] for a in ALPHAS]
+            if groups[0]:
+                lines.append(f"| {kind} | all | {shots}-shot | " + " / ".join(f"{metrics(g).accuracy:.1%}" for g in groups)
+                             + " | " + " / ".join(f"{metrics(g).ece:.3f}" for g in groups) + " |")
+    return "\n".join(lines)
+
+
+#: The form shipped: the one best held out (the lowest worst-set ECE, each set judged by a fit that never saw it).
+SHIPPED_FIT = "T pooled"
+
+
+def doc_table(decisions: Sequence[Decision], heldout_rows: dict[str, Any]) -> str:
+    """docs/quality.md's table: per set and setting, today's shipped calibration against the one shipped
+    now (judged left out), then the question's own examples on top of it (bench/heldout_examples.py)."""
+    from heldout_examples import own_examples
+
+    old = shipped_before([])  # today: the old defaults (the whole prior, its floor) and the old calibration
+    before: dict[tuple[str, int], list[Record]] = {}
+    for d in decisions:
+        before.setdefault((d.set, d.shots), []).extend(old.calibrate([Record(d.answered, d.label, key(d))]))
+    now = loo(decisions, FITS[SHIPPED_FIT])
+    own = own_examples(decisions, heldout_rows, FITS[SHIPPED_FIT])
+    lines = ["| set | kind, options | setting | accuracy today → now | today: ECE, right at p ≥ 0.7 | now (left out): ECE, "
+             "right at p ≥ 0.7 | now + the question's own examples | ECE a calibrated model reads here |",
+             "|---|---|---|---|---|---|---|---|"]
+    kinds = {d.set: (d.kind, len(d.answered)) for d in decisions}
+    for (s, shots), recs in sorted(now.items(), key=lambda k: (k[0][1], k[0][0])):
+        ex = own.get((s, shots))
+        cells = [s, f"{kinds[s][0]}, {kinds[s][1]}", SETTINGS[shots],
+                 f"{metrics(before[(s, shots)]).accuracy:.1%} → {metrics(recs).accuracy:.1%}",
+                 f"{metrics(before[(s, shots)]).ece:.3f}, {gate_cell(before[(s, shots)])}",
+                 f"{metrics(recs).ece:.3f}, {gate_cell(recs)}",
+                 f"{metrics(ex).ece:.3f}, {gate_cell(ex)}" if ex else "—", f"{ece_floor(recs):.3f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    every = [r for rs in now.values() for r in rs]
+    mixed = [r for k, rs in now.items() for r in (own.get(k) or rs)]
+    pooled_before = [r for rs in before.values() for r in rs]
+    lines.append(f"| **all** | | | {metrics(pooled_before).accuracy:.1%} → {metrics(every).accuracy:.1%} | "
+                 f"{metrics(pooled_before).ece:.3f}, "
+                 f"{gate_cell(pooled_before)} | {metrics(every).ece:.3f}, {gate_cell(every)} | "
+                 f"{metrics(mixed).ece:.3f}, {gate_cell(mixed)} | |")
+    return "\n".join(lines)
+
+
+def write_shipped(decisions: Sequence[Decision], model: str) -> Path:
+    """The shipped form fitted on every set, in the shipped file (its gate: 95% precision, Wilson margin)."""
+    cal = FITS[SHIPPED_FIT]([record(d) for d in decisions if d.answered])
+    cal.thresholds = {k: v for k, v in cal.thresholds.items() if k in cal.temperatures}  # the gates it can use
+    cal._report = None  # noqa: SLF001 - the file holds the fit, not its in-sample report
+    out = SHIPPED / f"{model}.json"
+    cal.save(out)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("raw", type=Path, nargs="+")
+    ap.add_argument("--write", action="store_true", help="write the shipped calibration (fitted on every set)")
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b")
+    ap.add_argument("--doc", action="store_true", help="print docs/quality.md's table only")
+    args = ap.parse_args(argv)
+    decisions = [d for d in load(args.raw) if d.answered]
+    if args.doc:
+        rows = {k: v for p in args.raw for k, v in json.loads(p.read_text())["meta"].get("heldout_rows", {}).items()}
+        print(doc_table(decisions, rows))
+        return 0
+    print(table(decisions))
+    print("\nDebias per kind (calibration: T + top per kind, fitted left out):\n")
+    print(debias_table(decisions))
+    if args.write:
+        print(f"\nwrote {write_shipped(decisions, args.model)}")
+    _ = GLOBAL
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
