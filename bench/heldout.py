@@ -139,7 +139,7 @@ def collect(args: argparse.Namespace) -> tuple[list[Decision], dict[str, Any]]:
 def heldout_rows(client: SystemOneClient, meta: dict[str, Any], shots: int) -> dict[str, Any]:
     """The examples' own answers (each asked with others as its examples), with their true options, in
     the order the engine asked them: the labelled answers a question's own calibration can be fitted on."""
-    from jev_shared.flows import held_out
+    from jev_shared.priors import held_out
     from jev_shared.questions import example_key, prepare_questions
 
     [prep] = prepare_questions("x", {"q": question(meta)}, "logprobs", None, examples(meta, shots), "names")

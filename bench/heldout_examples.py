@@ -27,8 +27,8 @@ from heldout_fit import FITS, GATE, MODEL, SHIPPED_FIT, Fit, gate_cell, record  
 
 from jev_shared.calibration import EXAMPLES_STRENGTH, GLOBAL, Calibrator, Record, examples_calibrator, metrics  # noqa: E402,E501
 from jev_shared.calibration_fit import fit_temperature_toward  # noqa: E402
-from jev_shared.flows import powered  # noqa: E402
 from jev_shared.models import debias_strength  # noqa: E402
+from jev_shared.priors import powered  # noqa: E402
 from jev_shared.readout import divide_prior  # noqa: E402
 
 STRENGTHS = (2.0, 5.0, 10.0, 20.0)

@@ -25,8 +25,8 @@ sys.path.insert(0, str(HERE))
 from heldout import Decision, load  # noqa: E402
 
 from jev_shared.calibration import GLOBAL, SHIPPED, Calibrator, Record, metrics  # noqa: E402
-from jev_shared.flows import powered  # noqa: E402
 from jev_shared.models import debias_strength  # noqa: E402
+from jev_shared.priors import powered  # noqa: E402
 from jev_shared.readout import divide_prior  # noqa: E402
 
 #: The floor the saved runs were divided with (before issue 23's PRIOR_SHARE): raw() inverts exactly that.

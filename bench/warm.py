@@ -78,11 +78,11 @@ def _jsonl(name: str) -> list[dict[str, Any]]:
 
 def child(row: str, items: int, priors: str) -> dict[str, Any]:
     """One row in this (fresh) process; the memory file is JEV_MEMORY_FILE, set by the parent."""
-    from jev_shared import SystemOneClient, flows
+    from jev_shared import SystemOneClient, priors
     from jev_shared.local import LocalServer
 
     if priors == "loo":
-        flows.CROSSED_HALVES_FROM = 10**6  # the previous default, for comparison
+        priors.CROSSED_HALVES_FROM = 10**6  # the previous default, for comparison
     with LocalServer() as srv:
         client = SystemOneClient(srv.client(), model=srv.model)
         if row == "readme":

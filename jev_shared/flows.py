@@ -8,71 +8,34 @@ sync and async clients run the very same code, and a test can drive a flow by ha
     call = next(flow)                  # the first request
     call = flow.send(Reply(body, 0.0)) # its reply; StopIteration carries the Answer
 
-Each function reads one :class:`Ask` and writes only to ``ask.record``.
+Each function reads one :class:`Ask` and writes only to ``ask.record``; the requests themselves
+are :mod:`asking`'s, the debias priors :mod:`priors`'.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from .answers import Answer, answer_confidence, build_answer
-from .calls import Call, Flow, Reply
+from .asking import Ask, Messages, ask_until_read, call
+from .calls import Flow, Reply
 from .continuation import PREFILL_FIELDS, chain, conditional, shared_lead, window_of
 from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError, MalformedAnswerError, ProviderError
-from .faults import READOUT_FIELDS, cannot_carry, logprobs_value_complaint, refused_field, route_missing, sent_fields
+from .faults import cannot_carry, logprobs_value_complaint
 from .json_readout import parse_object, read_json, strip_think
 from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, names_starting, style_for
-from .memory import BackendMemory, Memory
 from .methods import TOKEN_READOUT, answer_format, example_json, request_fields
-from .models import debias_strength
-from .options import Options
+from .priors import CONTENT_FREE, content_free_prior, debias_prior, examples_prior
 from .prompt import render, symbols_of
-from .questions import MAX_SINGLE_TOKEN_LABELS, Prepared, example_key
-from .readout import PRIOR_FLOOR, Readout, divide_prior, humble, read_labels, softmax_labels
-from .record import Record
+from .questions import MAX_SINGLE_TOKEN_LABELS
+from .readout import Readout, divide_prior, humble, read_labels, softmax_labels
 from .surfaces import (
     CHAT,
     MESSAGES,
     RESPONSES,
     Parsed,
-    build_call,
     check_complete,
-    check_refusal,
-    parse_reply,
-    strip_fields,
 )
-
-T = TypeVar("T")
-Messages = list[dict[str, Any]]
-#: debias=True asks each prompt about these states once (Zhao et al. 2021, "Calibrate Before Use").
-CONTENT_FREE = ("N/A", "", "[MASK]")
-
-
-@dataclass(frozen=True)
-class Ask:
-    """One question in one call: everything its flow reads. The flow writes only to ``record``."""
-
-    prep: Prepared
-    state: Any  # read in two places only: read_tokens and json_pass render it
-    options: Options  # this call's (Options.for_call)
-    memory: BackendMemory  # a whole Memory is taken as its default backend's (tests drive flows by hand)
-    speaks: tuple[str, ...]
-    record: Record
-
-    def __post_init__(self) -> None:
-        if isinstance(self.memory, Memory):
-            object.__setattr__(self, "memory", self.memory.for_backend(""))
-
-    @property
-    def model(self) -> str:
-        return self.options.model
-
-    def surface(self, method: str) -> str:
-        return self.memory.surface_for(self.model, method, self.options.api, self.speaks)
 
 
 def answer(ask: Ask) -> Flow[Answer]:
@@ -231,105 +194,6 @@ def read_on(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], 
     return conditional(prefix, group, window, splits)
 
 
-def debias_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float] | None]:
-    """The lean to divide out, or None. Examples that show every option: their own (leave-one-out);
-    no examples: the content-free states'; examples that leave options out: content-free under
-    ``debias=True`` only (measured to over-correct, docs/decisions.md)."""
-    prep, debias = ask.prep, ask.options.debias
-    strength = 1.0 if debias is True else debias_strength(ask.model, prep.kind, bool(prep.examples))
-    if debias is False or strength <= 0.0:
-        return None
-    if shows_every_option(prep):
-        return (yield from examples_prior(ask, method, style, surface, strength))
-    if prep.examples and debias == "auto":
-        return None
-    return powered((yield from content_free_prior(ask, method, style, surface)), strength)
-
-
-def powered(prior: list[float], strength: float) -> list[float]:
-    """The prior raised to ``strength`` (0.5: half the lean divided out, in log space)."""
-    return prior if strength == 1.0 else [max(p, PRIOR_FLOOR) ** strength for p in prior]
-
-
-def shows_every_option(prep: Prepared) -> bool:
-    return len(prep.examples) >= 2 and {example_key(prep, ex.answer) for ex in prep.examples} == set(prep.keys)
-
-
-def content_free_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float]]:
-    """The answer to content-free states, asked once per prompt and model, then remembered."""
-    asks = [(ask.prep, state) for state in CONTENT_FREE]
-    return _mean((yield from _remembered_rows(ask, method, style, surface, "content-free", asks)))
-
-
-def examples_prior(ask: Ask, method: str, style: LabelStyle, surface: str,
-                   strength: float = 1.0) -> Flow[list[float]]:
-    """The examples' own lean: each example's state asked with others as its examples (never itself);
-    the mean answer per true option, averaged over the options, is what the model adds to in-domain
-    states whatever they say. Asked once per prompt and model, then remembered. The answers, divided
-    by it, are labelled: kept in the record, they calibrate the question itself (client.py)."""
-    prep = ask.prep
-    held = held_out(prep)
-    rows = yield from _remembered_rows(ask, method, style, surface, "held-out", [(p, ex.state) for p, ex in held])
-    by_option: dict[str, list[list[float]]] = {}
-    for (_, ex), row in zip(held, rows):
-        by_option.setdefault(example_key(prep, ex.answer), []).append(row)
-    prior = powered(_mean([_mean(group) for group in by_option.values()]), strength)
-    ask.record.labelled = [(divide_prior(row, prior), example_key(prep, ex.answer)) for (_, ex), row in zip(held, rows)]
-    return prior
-
-
-#: From this many examples on, the priors' prompts are crossed halves (below, leave one out).
-CROSSED_HALVES_FROM = 6
-
-
-def held_out(prep: Prepared) -> list[tuple[Prepared, Any]]:
-    """(the question with the examples it is asked with, the example asked), in asking order.
-
-    Few examples: leave one out (K prompts, each read whole by the server). More: crossed halves,
-    in an order where each prompt extends the one before, so the server's prompt cache reads every
-    example about twice in all instead of K times: the second half, each after the first half and
-    its own earlier examples; then the first half, each after the second half and its earlier ones.
-    Every example is still asked with at least half of the others, and never with itself.
-    """
-    shots = prep.examples
-    if len(shots) < CROSSED_HALVES_FROM:
-        return [(dataclasses.replace(prep, examples=shots[:i] + shots[i + 1:]), ex) for i, ex in enumerate(shots)]
-    h = len(shots) // 2
-    first, second = shots[:h], shots[h:]
-    return ([(dataclasses.replace(prep, examples=first + second[:j]), ex) for j, ex in enumerate(second)]
-            + [(dataclasses.replace(prep, examples=second + first[:j]), ex) for j, ex in enumerate(first)])
-
-
-def _mean(rows: list[list[float]]) -> list[float]:
-    return [sum(col) / len(rows) for col in zip(*rows)]
-
-
-def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kind: str,
-                     asks: list[tuple[Prepared, Any]]) -> Flow[list[list[float]]]:
-    """One label distribution per (question, state) asked: the priors' raw material, kept in memory
-    by the prompt they correct (with the state left out), so each is asked once per client."""
-    opts = ask.options
-    symbols = symbols_of(ask.prep, style.fmt)
-    prompt = render(ask.prep, CONTENT_FREE[0], layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
-    key = (ask.model, surface, method, kind, json.dumps(prompt, sort_keys=True))
-    known = ask.memory.prior_for(key)
-    if known is not None:
-        return known
-    rows = []
-    for prep, state in asks:
-        messages = render(prep, state, layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
-        fields, extra = request_fields(method, prep, opts.method_config, symbols)
-        ask.record.prior_calls += 1
-        parsed = yield from call(ask, surface, messages, fields, extra)
-        try:
-            rows.append(read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",
-                                    method=method, fold=style.fold).probs)
-        except AmbiguousNamesError as exc:  # a prior needs no continuation: the names it told apart
-            rows.append(softmax_labels(symbols, exc.best, exc.returned, "floor", exc.token, method).probs)
-    ask.memory.store_prior(key, rows)
-    return rows
-
-
 def json_pass(ask: Ask, method: str) -> Flow[list[float]]:
     """One JSON object (structured, discrete or System 2 ratings) → a distribution."""
     prep, opts, rec = ask.prep, ask.options, ask.record
@@ -361,76 +225,6 @@ def json_pass(ask: Ask, method: str) -> Flow[list[float]]:
         rec.readout["reasoning"] = parsed.reasoning
     rec.note("readout", rec.readout)
     return ro.probs
-
-
-def ask_until_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
-                   read: Callable[[Parsed], T], repairable: Callable[[Exception], bool],
-                   repair: str) -> Flow[tuple[Parsed, T]]:
-    """Ask, read; a reply that cannot be read earns ``n_retry_malformed`` repair turns saying why."""
-    last = ask.options.n_retry_malformed
-    for attempt in range(last + 1):
-        parsed = yield from call(ask, surface, messages, fields, extra)
-        try:
-            return parsed, read(parsed)
-        except (LabelReadoutError, MalformedAnswerError, IncompleteAnswerError) as exc:
-            if attempt == last or not repairable(exc):
-                raise
-            ask.record.retry_reasons.append(str(exc))
-            messages = messages + [
-                {"role": "assistant", "content": parsed.content or ""},
-                {"role": "user", "content": f"Your previous reply was invalid: {exc}. {repair}"},
-            ]
-    raise AssertionError("unreachable")
-
-
-def call(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any],
-         extra: dict[str, Any]) -> Flow[Parsed]:
-    """Send one request and read the reply; refusals and filters raise here.
-
-    A refused optional field is dropped and the call re-asked (remembered for the client); under
-    api='auto' a 404 from the Responses route that does not name the model moves to Chat Completions.
-    """
-    rec = ask.record
-    while True:
-        request = build_call(surface, ask.model, messages, fields, extra, ask.options.extra_body)
-        strip_fields(request, ask.memory.refused_on((ask.model, surface)))
-        rec.note("request", request.kwargs)
-        rec.usage.n_calls += 1
-        rec.surfaces.append(surface)
-        try:
-            reply = yield request
-        except ProviderError as exc:
-            rec.usage.n_retries += exc.n_retries
-            moved = _on_provider_error(ask, surface, request, exc)
-            if moved is None:
-                raise
-            surface = moved
-            continue
-        rec.usage.n_retries += reply.n_retries
-        parsed = parse_reply(surface, reply.body)
-        rec.usage.add_tokens(parsed.input_tokens, parsed.output_tokens)
-        rec.note("response", reply.body)
-        check_refusal(parsed)
-        return parsed
-
-
-def _on_provider_error(ask: Ask, surface: str, request: Call, exc: ProviderError) -> str | None:
-    """The surface to re-ask on (a missing route moves, a refused optional field is dropped), or None."""
-    if ask.options.api == "auto" and surface != CHAT and CHAT in ask.speaks and route_missing(exc, ask.model):
-        ask.memory.mark_route_missing(surface)
-        ask.record.retry_reasons.append(f"{surface} answered 404; re-asked on {CHAT}")
-        return CHAT
-    name = refused_field(exc, sent_fields(request.kwargs), surface)
-    if name is None:
-        return None
-    if name in READOUT_FIELDS:
-        raise FieldRefusedError(str(exc), field=name, status_code=exc.status_code,
-                                provider_message=exc.provider_message, body=exc.body) from exc
-    schema = (request.kwargs.get("response_format") or {}).get("type") == "json_schema"
-    ask.memory.refuse((ask.model, surface),
-                      "response_format:json_schema" if name == "response_format" and schema else name)
-    ask.record.retry_reasons.append(f"the server refuses {name!r}; re-asked without it")
-    return surface
 
 
 def _has_tokens(logprobs: Any) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 
 from .answers import SystemOneResponse
 from .calls import Flow
-from .flows import CONTENT_FREE
+from .priors import CONTENT_FREE
 from .questions import Prepared
 from .redact import redact
 

@@ -1,0 +1,117 @@
+"""Asking: one question's requests, the bottom of every flow (see :mod:`flows`).
+
+:class:`Ask` is what a question's flow reads; :func:`call` sends one request (a refused optional
+field dropped and re-asked, a missing Responses route moved to Chat Completions) and reads the
+reply; :func:`ask_until_read` adds the repair turns. No I/O: each yields its :class:`Call`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .calls import Call, Flow
+from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError, MalformedAnswerError, ProviderError
+from .faults import READOUT_FIELDS, refused_field, route_missing, sent_fields
+from .memory import BackendMemory, Memory
+from .options import Options
+from .questions import Prepared
+from .record import Record
+from .surfaces import CHAT, Parsed, build_call, check_refusal, parse_reply, strip_fields
+
+T = TypeVar("T")
+Messages = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One question in one call: everything its flow reads. The flow writes only to ``record``."""
+
+    prep: Prepared
+    state: Any  # read in two places only: read_tokens and json_pass render it
+    options: Options  # this call's (Options.for_call)
+    memory: BackendMemory  # a whole Memory is taken as its default backend's (tests drive flows by hand)
+    speaks: tuple[str, ...]
+    record: Record
+
+    def __post_init__(self) -> None:
+        if isinstance(self.memory, Memory):
+            object.__setattr__(self, "memory", self.memory.for_backend(""))
+
+    @property
+    def model(self) -> str:
+        return self.options.model
+
+    def surface(self, method: str) -> str:
+        return self.memory.surface_for(self.model, method, self.options.api, self.speaks)
+
+
+def ask_until_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
+                   read: Callable[[Parsed], T], repairable: Callable[[Exception], bool],
+                   repair: str) -> Flow[tuple[Parsed, T]]:
+    """Ask, read; a reply that cannot be read earns ``n_retry_malformed`` repair turns saying why."""
+    last = ask.options.n_retry_malformed
+    for attempt in range(last + 1):
+        parsed = yield from call(ask, surface, messages, fields, extra)
+        try:
+            return parsed, read(parsed)
+        except (LabelReadoutError, MalformedAnswerError, IncompleteAnswerError) as exc:
+            if attempt == last or not repairable(exc):
+                raise
+            ask.record.retry_reasons.append(str(exc))
+            messages = messages + [
+                {"role": "assistant", "content": parsed.content or ""},
+                {"role": "user", "content": f"Your previous reply was invalid: {exc}. {repair}"},
+            ]
+    raise AssertionError("unreachable")
+
+
+def call(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any],
+         extra: dict[str, Any]) -> Flow[Parsed]:
+    """Send one request and read the reply; refusals and filters raise here.
+
+    A refused optional field is dropped and the call re-asked (remembered for the client); under
+    api='auto' a 404 from the Responses route that does not name the model moves to Chat Completions.
+    """
+    rec = ask.record
+    while True:
+        request = build_call(surface, ask.model, messages, fields, extra, ask.options.extra_body)
+        strip_fields(request, ask.memory.refused_on((ask.model, surface)))
+        rec.note("request", request.kwargs)
+        rec.usage.n_calls += 1
+        rec.surfaces.append(surface)
+        try:
+            reply = yield request
+        except ProviderError as exc:
+            rec.usage.n_retries += exc.n_retries
+            moved = _on_provider_error(ask, surface, request, exc)
+            if moved is None:
+                raise
+            surface = moved
+            continue
+        rec.usage.n_retries += reply.n_retries
+        parsed = parse_reply(surface, reply.body)
+        rec.usage.add_tokens(parsed.input_tokens, parsed.output_tokens)
+        rec.note("response", reply.body)
+        check_refusal(parsed)
+        return parsed
+
+
+def _on_provider_error(ask: Ask, surface: str, request: Call, exc: ProviderError) -> str | None:
+    """The surface to re-ask on (a missing route moves, a refused optional field is dropped), or None."""
+    if ask.options.api == "auto" and surface != CHAT and CHAT in ask.speaks and route_missing(exc, ask.model):
+        ask.memory.mark_route_missing(surface)
+        ask.record.retry_reasons.append(f"{surface} answered 404; re-asked on {CHAT}")
+        return CHAT
+    name = refused_field(exc, sent_fields(request.kwargs), surface)
+    if name is None:
+        return None
+    if name in READOUT_FIELDS:
+        raise FieldRefusedError(str(exc), field=name, status_code=exc.status_code,
+                                provider_message=exc.provider_message, body=exc.body) from exc
+    schema = (request.kwargs.get("response_format") or {}).get("type") == "json_schema"
+    ask.memory.refuse((ask.model, surface),
+                      "response_format:json_schema" if name == "response_format" and schema else name)
+    ask.record.retry_reasons.append(f"the server refuses {name!r}; re-asked without it")
+    return surface

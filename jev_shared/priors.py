@@ -1,0 +1,123 @@
+"""Priors: the model's lean, measured once per prompt and backend and divided out (``debias``).
+
+Zero-shot, the answers to content-free states (Zhao et al. 2021, "Calibrate Before Use"); with
+examples that show every option, the examples' own held-out answers. The rows are kept in the
+client's :class:`~jev_shared.memory.Memory` by a fingerprint of the prompt, so each is asked once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from .asking import Ask, call
+from .calls import Flow
+from .labels import AmbiguousNamesError, LabelStyle
+from .methods import request_fields
+from .models import debias_strength
+from .prompt import render, symbols_of
+from .questions import Prepared, example_key
+from .readout import PRIOR_FLOOR, divide_prior, read_labels, softmax_labels
+
+#: debias=True asks each prompt about these states once (Zhao et al. 2021, "Calibrate Before Use").
+CONTENT_FREE = ("N/A", "", "[MASK]")
+
+
+def debias_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float] | None]:
+    """The lean to divide out, or None. Examples that show every option: their own (leave-one-out);
+    no examples: the content-free states'; examples that leave options out: content-free under
+    ``debias=True`` only (measured to over-correct, docs/decisions.md)."""
+    prep, debias = ask.prep, ask.options.debias
+    strength = 1.0 if debias is True else debias_strength(ask.model, prep.kind, bool(prep.examples))
+    if debias is False or strength <= 0.0:
+        return None
+    if shows_every_option(prep):
+        return (yield from examples_prior(ask, method, style, surface, strength))
+    if prep.examples and debias == "auto":
+        return None
+    return powered((yield from content_free_prior(ask, method, style, surface)), strength)
+
+
+def powered(prior: list[float], strength: float) -> list[float]:
+    """The prior raised to ``strength`` (0.5: half the lean divided out, in log space)."""
+    return prior if strength == 1.0 else [max(p, PRIOR_FLOOR) ** strength for p in prior]
+
+
+def shows_every_option(prep: Prepared) -> bool:
+    return len(prep.examples) >= 2 and {example_key(prep, ex.answer) for ex in prep.examples} == set(prep.keys)
+
+
+def content_free_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float]]:
+    """The answer to content-free states, asked once per prompt and model, then remembered."""
+    asks = [(ask.prep, state) for state in CONTENT_FREE]
+    return _mean((yield from _remembered_rows(ask, method, style, surface, "content-free", asks)))
+
+
+def examples_prior(ask: Ask, method: str, style: LabelStyle, surface: str,
+                   strength: float = 1.0) -> Flow[list[float]]:
+    """The examples' own lean: each example's state asked with others as its examples (never itself);
+    the mean answer per true option, averaged over the options, is what the model adds to in-domain
+    states whatever they say. Asked once per prompt and model, then remembered. The answers, divided
+    by it, are labelled: kept in the record, they calibrate the question itself (client.py)."""
+    prep = ask.prep
+    held = held_out(prep)
+    rows = yield from _remembered_rows(ask, method, style, surface, "held-out", [(p, ex.state) for p, ex in held])
+    by_option: dict[str, list[list[float]]] = {}
+    for (_, ex), row in zip(held, rows):
+        by_option.setdefault(example_key(prep, ex.answer), []).append(row)
+    prior = powered(_mean([_mean(group) for group in by_option.values()]), strength)
+    ask.record.labelled = [(divide_prior(row, prior), example_key(prep, ex.answer)) for (_, ex), row in zip(held, rows)]
+    return prior
+
+
+#: From this many examples on, the priors' prompts are crossed halves (below, leave one out).
+CROSSED_HALVES_FROM = 6
+
+
+def held_out(prep: Prepared) -> list[tuple[Prepared, Any]]:
+    """(the question with the examples it is asked with, the example asked), in asking order.
+
+    Few examples: leave one out (K prompts, each read whole by the server). More: crossed halves,
+    in an order where each prompt extends the one before, so the server's prompt cache reads every
+    example about twice in all instead of K times: the second half, each after the first half and
+    its own earlier examples; then the first half, each after the second half and its earlier ones.
+    Every example is still asked with at least half of the others, and never with itself.
+    """
+    shots = prep.examples
+    if len(shots) < CROSSED_HALVES_FROM:
+        return [(dataclasses.replace(prep, examples=shots[:i] + shots[i + 1:]), ex) for i, ex in enumerate(shots)]
+    h = len(shots) // 2
+    first, second = shots[:h], shots[h:]
+    return ([(dataclasses.replace(prep, examples=first + second[:j]), ex) for j, ex in enumerate(second)]
+            + [(dataclasses.replace(prep, examples=second + first[:j]), ex) for j, ex in enumerate(first)])
+
+
+def _mean(rows: list[list[float]]) -> list[float]:
+    return [sum(col) / len(rows) for col in zip(*rows)]
+
+
+def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kind: str,
+                     asks: list[tuple[Prepared, Any]]) -> Flow[list[list[float]]]:
+    """One label distribution per (question, state) asked: the priors' raw material, kept in memory
+    by the prompt they correct (with the state left out), so each is asked once per client."""
+    opts = ask.options
+    symbols = symbols_of(ask.prep, style.fmt)
+    prompt = render(ask.prep, CONTENT_FREE[0], layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
+    key = (ask.model, surface, method, kind, json.dumps(prompt, sort_keys=True))
+    known = ask.memory.prior_for(key)
+    if known is not None:
+        return known
+    rows = []
+    for prep, state in asks:
+        messages = render(prep, state, layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
+        fields, extra = request_fields(method, prep, opts.method_config, symbols)
+        ask.record.prior_calls += 1
+        parsed = yield from call(ask, surface, messages, fields, extra)
+        try:
+            rows.append(read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",
+                                    method=method, fold=style.fold).probs)
+        except AmbiguousNamesError as exc:  # a prior needs no continuation: the names it told apart
+            rows.append(softmax_labels(symbols, exc.best, exc.returned, "floor", exc.token, method).probs)
+    ask.memory.store_prior(key, rows)
+    return rows
