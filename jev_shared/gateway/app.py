@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .config import GatewayConfig
 from .errors import ApiError
+from .fastpath import SystemOneFastPath
 from .middleware import front
 from .routes import decisions, json_response, models, ops
 from .schema import QuestionDoc
@@ -111,6 +112,6 @@ def create_app(config: GatewayConfig) -> Any:
     for router in (decisions, models, ops):
         app.include_router(router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
-    outer = front(app, config, gw.metrics)
+    outer = front(SystemOneFastPath(app, gw), config, gw.metrics)
     outer.gateway = gw  # type: ignore[attr-defined]  # for embedding and tests: its pool, memory, counts
     return outer
