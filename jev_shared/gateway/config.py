@@ -9,6 +9,7 @@ import hashlib
 import ipaddress
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,7 @@ def load_keys(key_file: str | os.PathLike[str] | None = None, env: str = "JEV_AP
     return frozenset(keys)
 
 
+@lru_cache(maxsize=1024)
 def key_id(key: str) -> str:
     """A short, non-reversible name for a key, safe for logs: which caller, never the key."""
     return hashlib.sha256(key.encode()).hexdigest()[:8]

@@ -83,12 +83,12 @@ class SystemOneFastPath:
         noted = scope.setdefault("jev", {})
         key = noted.get("key") if gw.config.auth_required else None
         try:
-            reply = await gw.answer(req, key, noted)
+            reply = await gw.answer_json(req, key, noted)
         except Exception as exc:  # noqa: BLE001 - every failure leaves typed
             err: ApiError = from_exception(exc, gw.config.retry_after_s)
             noted["error"] = err.type
             return await send_json(send, err.status, dumps(err.body()), err.headers)
-        await send_json(send, 200, dumps(reply))
+        await send_json(send, 200, reply)
 
 
 async def _read(receive: Any) -> tuple[bytes, dict[str, Any] | None]:

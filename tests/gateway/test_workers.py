@@ -44,7 +44,9 @@ def start(stub_url: str, workers: int) -> tuple[subprocess.Popen, str]:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "jev_shared.cli", "serve", "--port", str(port), "--workers", str(workers),
-         "--backend-url", stub_url, "--model", MODEL, "--no-cache", "--max-retries", "0", "--log-level", "warning"],
+         "--backend-url", stub_url, "--model", MODEL, "--no-cache", "--max-retries", "0", "--log-level", "warning",
+         # limits are per worker: 64 clients x 2 calls must fit in one worker, however the kernel spreads them
+         "--max-calls-per-key", "256", "--max-in-flight", "256"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
         env={**os.environ, "JEV_API_KEYS": KEY, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"
