@@ -48,6 +48,8 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--warm", metavar="QUESTIONS",
                    help="questions (a JSON file or object) to prepare at start-up: every one-time cost paid before "
                         "/healthz says ready")
+    p.add_argument("--backend-transport", default=D.backend_transport, choices=("lean", "httpx"),
+                   help="HTTP under the SDK toward the backend: lean (httptools, plain http; https via httpx) or httpx")
     p.add_argument("--workers", type=int, default=1,
                    help="gateway processes on one socket (POSIX); memory file shared, metrics and limits per worker")
     p.add_argument("--log-level", default="info")
@@ -61,7 +63,8 @@ def _config(args: argparse.Namespace, keys: frozenset[str], stack: ExitStack) ->
         header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout, keep_alive_s=args.keep_alive_timeout,
         allowed_hosts=frozenset(args.allowed_host), default_timeout_s=args.timeout, layout=args.layout,
         max_concurrency=args.max_concurrency, max_retries=args.max_retries, method=args.method,
-        cache=not args.no_cache, warm=read_questions(args.warm) if args.warm else None)
+        backend_transport=args.backend_transport, cache=not args.no_cache,
+        warm=read_questions(args.warm) if args.warm else None)
 
 
 def run_serve(args: argparse.Namespace) -> int:

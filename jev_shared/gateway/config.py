@@ -74,6 +74,9 @@ class GatewayConfig:
     #: What the engine learns lives in the per-user cache (``Memory.user_cache()``; ``$JEV_NO_CACHE=1``
     #: or ``cache=False`` keep it in this process only).
     cache: bool = True
+    #: The backend HTTP transport under the openai SDK: "lean" (HTTP/1.1 keep-alive parsed by httptools,
+    #: ``backend_http.py``; https falls back to httpx's) or "httpx" (the SDK's default, httpcore).
+    backend_transport: str = "lean"
     #: Questions to prepare at start-up (``--warm``): ``/healthz`` says ready once they are.
     warm: dict[str, Any] | None = None
 
