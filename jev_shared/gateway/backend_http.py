@@ -13,14 +13,20 @@ the SDK turns into its own ``APIConnectionError`` / ``APITimeoutError`` as befor
 from __future__ import annotations
 
 import asyncio
+import importlib
 from typing import Any
 
 import httptools
+import openai
 
-try:  # the SDK's httpx: openai 3.x vendors httpx2, earlier ones use httpx
-    import httpx2 as httpx
-except ImportError:  # pragma: no cover - openai 2.x
-    import httpx  # type: ignore[no-redef]
+
+def _sdk_httpx() -> Any:
+    """The httpx the SDK's client is built on: ``httpx2`` under openai 3.x, ``httpx`` under 2.x."""
+    names = (c.__module__.split(".")[0] for c in openai.DefaultAsyncHttpxClient.__mro__)
+    return importlib.import_module(next((n for n in names if n in ("httpx2", "httpx")), "httpx"))
+
+
+httpx = _sdk_httpx()
 
 #: Idle keep-alive connections kept per backend host; more are closed when they come back.
 MAX_IDLE = 256
