@@ -132,3 +132,21 @@ def test_a_refused_connection_is_a_connect_error():
                 await http.post(f"http://127.0.0.1:{free_port()}/x", content=b"")
 
     asyncio.run(test())
+
+
+@pytest.mark.parametrize("transport", ["lean", "httpx"])
+def test_the_gateway_answers_on_either_backend_transport(stub, transport):
+    from tests.gateway.conftest import MODEL, gateway
+
+    async def go():
+        async with gateway(stub, backend_transport=transport) as http:
+            resp = await http.post("/v1/systemone", json={"model": MODEL, "state": "want=k7 truth=yes", "questions": {
+                "route": {"type": "choice", "instructions": "Which?", "criteria": {"k7": "this", "other": "that"}},
+                "flag": {"type": "noul", "instructions": "The flag is set."}}})
+            base = http._transport.app.gateway.pool._openai[MODEL]  # type: ignore[attr-defined]
+            return resp, type(base._client._transport).__name__
+
+    resp, used = asyncio.run(go())
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["answers"]["route"]["choice"] == "k7" and resp.json()["answers"]["flag"]["noul"] > 0.5
+    assert (used == "LeanTransport") == (transport == "lean")
