@@ -139,22 +139,27 @@ class LeanTransport(httpx.AsyncBaseTransport):
         key = (url.host, url.port or 80)
         data = _head(request) + await request.aread()
         conn = self._checkout(key)
-        reused = conn is not None
-        if conn is None:
-            conn = await self._connect(key, timeout.get("connect"))
-        try:
-            status, headers, body = await conn.exchange(data, timeout.get("read"))
-        except httpx.RemoteProtocolError:
-            if not (reused and not conn.started):
+        if conn is not None:
+            try:
+                return self._answer(key, conn, request, await conn.exchange(data, timeout.get("read")))
+            except httpx.RemoteProtocolError:
+                if conn.started:
+                    raise
+                # a kept-alive connection the backend had closed: the request never reached it; once more, fresh
+            except BaseException:
+                conn.close()
                 raise
-            # a kept-alive connection the backend had closed: the request never reached it; once more, fresh
-            conn = await self._connect(key, timeout.get("connect"))
-            status, headers, body = await conn.exchange(data, timeout.get("read"))
+        conn = await self._connect(key, timeout.get("connect"))
+        try:
+            return self._answer(key, conn, request, await conn.exchange(data, timeout.get("read")))
         except BaseException:
             conn.close()
             raise
+
+    def _answer(self, key: tuple[str, int], conn: _Connection, request: Any,
+                got: tuple[int, list[tuple[bytes, bytes]], bytes]) -> Any:
         self._checkin(key, conn)
-        return httpx.Response(status, headers=headers, content=body, request=request)
+        return httpx.Response(got[0], headers=got[1], content=got[2], request=request)
 
     def _checkout(self, key: tuple[str, int]) -> _Connection | None:
         idle = self._idle.get(key)

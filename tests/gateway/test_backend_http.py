@@ -4,6 +4,7 @@ chunked and close-delimited bodies, a kept-alive connection the server dropped, 
 from __future__ import annotations
 
 import asyncio
+import gzip
 
 import pytest
 
@@ -43,6 +44,10 @@ class Server:
             return False
         if path == b"/chunked":
             writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n2\r\n1}\r\n0\r\n\r\n")
+            return True
+        if path == b"/gzip":
+            packed = gzip.compress(OK)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: %d\r\n\r\n%s" % (len(packed), packed))
             return True
         if path == b"/eof":  # no length: the body ends with the connection
             writer.write(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n" + OK)
@@ -95,10 +100,12 @@ def test_chunked_and_close_delimited_bodies_and_status_headers():
     async def test(http, server):
         chunked = await http.post("/chunked", content=b"")
         throttled = await http.post("/429", content=b"")
+        packed = await http.post("/gzip", content=b"")
         eof = await http.post("/eof", content=b"")
-        return chunked, throttled, eof
+        return chunked, throttled, eof, packed
 
-    chunked, throttled, eof = run(test)
+    chunked, throttled, eof, packed = run(test)
+    assert packed.json() == {"ok": True}
     assert chunked.json() == {"a": 1}
     assert throttled.status_code == 429 and throttled.headers["retry-after"] == "3"
     assert eof.json() == {"ok": True}
