@@ -36,6 +36,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -134,14 +135,23 @@ async def timed(fn: Callable[[], Awaitable[Any]]) -> float | None:
     return (time.perf_counter() - start) * 1000.0
 
 
-async def turns(direct: Callable[[], Awaitable[Any]], gateway: Callable[[], Awaitable[Any]], n: int) -> dict[str, Any]:
-    """One client: the two take turns call by call (a warm-up call each first)."""
-    await direct(), await gateway()
-    d, g = [], []
+async def turns(direct: Callable[[], Awaitable[Any]], gateway: Callable[[], Awaitable[Any]], n: int,
+                others: dict[str, Callable[[], Awaitable[Any]]] | None = None) -> dict[str, Any]:
+    """One client: direct, the gateway (and ``others``, other checkouts' gateways) take turns call by call,
+    a warm-up call each first; each gateway's overhead is its p50 less the direct call's."""
+    fns = {"direct": direct, "gateway": gateway, **(others or {})}
+    for fn in fns.values():
+        await fn()
+    samples: dict[str, list[float | None]] = {name: [] for name in fns}
     for _ in range(n):
-        d.append(await timed(direct))
-        g.append(await timed(gateway))
-    return {"direct": summary(d, None), "gateway": summary(g, None)}
+        for name, fn in fns.items():
+            samples[name].append(await timed(fn))
+    out = {name: summary(xs, None) for name, xs in samples.items()}
+    for name in fns:
+        if name != "direct":
+            key = "overhead_p50_ms" if name == "gateway" else f"overhead_p50_ms[{name}]"
+            out[key] = round(out[name]["p50_ms"] - out["direct"]["p50_ms"], 2)
+    return out
 
 
 async def concurrent(fn: Callable[[], Awaitable[Any]], clients: int, per_client: int) -> dict[str, Any]:
@@ -168,13 +178,9 @@ def summary(samples: list[float | None], wall_s: float | None) -> dict[str, Any]
 async def run_stub(args: argparse.Namespace) -> dict[str, Any]:
     with StubServer(args.latency_ms / 1000.0, body=stub_body()) as base_url, Gateway((base_url, "stub")) as gw:
         direct, gateway = callers(base_url, "stub", gw)
-        seq = await turns(direct, gateway, args.n)
-        seq["overhead_p50_ms"] = round(seq["gateway"]["p50_ms"] - seq["direct"]["p50_ms"], 2)
-        for root in args.compare:  # the other checkout's gateway, in turns with the direct call
-            with Gateway((base_url, "stub"), root) as other:
-                theirs = await turns(direct, via(other), args.n)
-                theirs["overhead_p50_ms"] = round(theirs["gateway"]["p50_ms"] - theirs["direct"]["p50_ms"], 2)
-                seq[f"compare[{root}]"] = theirs
+        with ExitStack() as stack:  # other checkouts' gateways, in the same turns
+            others = {str(root): via(stack.enter_context(Gateway((base_url, "stub"), root))) for root in args.compare}
+            seq = await turns(direct, gateway, args.n, others)
         per = max(1, args.n // 4)
         conc = {"direct": await concurrent(direct, args.clients, per),
                 "gateway": await concurrent(gateway, args.clients, per)}
@@ -198,11 +204,10 @@ async def run_local(args: argparse.Namespace) -> dict[str, Any]:
     with LocalServer(WIRE_MODEL) as srv:  # direct: the engine against its own embedded server
         gw_free = Gateway((srv.base_url, srv.model))
         with gw_free as gw:  # the gateway in front of the same server, so both read the same model
-            direct, via = callers(srv.base_url, srv.model, gw)
-            seq = await turns(direct, via, args.local_n)
-            seq["overhead_p50_ms"] = round(seq["gateway"]["p50_ms"] - seq["direct"]["p50_ms"], 2)
+            direct, gateway = callers(srv.base_url, srv.model, gw)
+            seq = await turns(direct, gateway, args.local_n)
             conc = {"direct": await concurrent(direct, 4, max(1, args.local_n // 4)),
-                    "gateway": await concurrent(via, 4, max(1, args.local_n // 4))}
+                    "gateway": await concurrent(gateway, 4, max(1, args.local_n // 4))}
     return {"model": srv.model, "one_client": seq, "4_clients": conc}
 
 
