@@ -35,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -126,11 +127,19 @@ def via(gw: Gateway) -> Callable[[], Awaitable[Any]]:
     return via_gateway
 
 
+#: What failed, by kind (an HTTP status with the error type, or the exception's class): printed with the figures.
+FAILURES: Counter[str] = Counter()
+
+
 async def timed(fn: Callable[[], Awaitable[Any]]) -> float | None:
     start = time.perf_counter()
     try:
         await fn()
-    except Exception:  # noqa: BLE001 - an error is counted, not raised
+    except httpx.HTTPStatusError as exc:  # an error is counted, not raised
+        FAILURES[f"{exc.response.status_code} {exc.response.text[:120]}"] += 1
+        return None
+    except Exception as exc:  # noqa: BLE001
+        FAILURES[f"{type(exc).__name__}: {str(exc)[:120]}"] += 1
         return None
     return (time.perf_counter() - start) * 1000.0
 
@@ -235,6 +244,7 @@ def main() -> None:
     if not args.no_local:
         result["embedded"] = asyncio.run(run_local(args))
     result["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    result["failures"] = dict(FAILURES)
     print(json.dumps(result, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
