@@ -5,7 +5,8 @@ Gateway as a dependency, ``/docs`` and ``/openapi.json`` with the question union
 scheme) behind the small middlewares of :mod:`.middleware`. Every answer comes from the engine's
 public API, ``AsyncSystemOneClient.system_one``: all questions or none, the first error in order.
 Every failure, FastAPI's own included (a body that is not JSON, 404, 405), leaves as
-``{"error": {type, message, ...}}``.
+``{"error": {type, message, ...}}``. ``POST /v1/systemone`` itself is answered in front of FastAPI
+(:mod:`.fastpath`), which gets every request that path would answer differently.
 """
 
 from __future__ import annotations
