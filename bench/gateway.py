@@ -8,11 +8,18 @@ One run, three parts:
 2. Stub backend, 32 concurrent clients: throughput, p50, p99 and errors, direct and through the gateway.
 3. The embedded SmolLM2 model (``LocalServer()``), one client and 4 concurrent clients, direct and
    through the gateway in front of that same server (one model server on the machine, not two).
+4. CPU per request of the whole gateway process and of the engine alone, one and eight questions
+   (``bench/gateway_cpu.py``: the stub in its own process), beside a plain httpx post.
+5. ``--workers 2`` against one worker: throughput and errors under ``--worker-clients`` (64) clients.
+
+``--compare ROOT`` runs a second gateway from another checkout (``/work/main``) in parts 1, 4 and 5,
+taking turns with this one, so before and after come from the same run.
 
 The gateway runs as a real ``jev serve`` subprocess (keys on, access log to /dev/null); the stub runs
 in this process. One choice question per request, the gateway's defaults.
 
     python bench/gateway.py [--n 200] [--clients 32] [--latency-ms 20] [--local-n 20] [--no-local]
+                            [--cpu-n 400] [--no-cpu] [--worker-clients 64] [--no-workers] [--compare /work/main]
 
 Targets: overhead <= 2 ms p50 on the stub; 0 errors under 32 concurrent clients.
 """
@@ -28,7 +35,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from gateway_cpu import run_cpu  # noqa: E402
 from stub_server import StubServer  # noqa: E402
 
 from jev_shared import AsyncSystemOneClient, Choice  # noqa: E402
@@ -65,13 +75,14 @@ def stub_body() -> bytes:
 class Gateway:
     """``jev serve`` in a subprocess; ``backend=None`` lets it start the embedded model."""
 
-    def __init__(self, backend: tuple[str, str] | None) -> None:
+    def __init__(self, backend: tuple[str, str] | None, root: Path = ROOT, workers: int = 1) -> None:
         self.port = free_port()
         args = ["--backend-url", backend[0], "--model", backend[1]] if backend else []
+        args += ["--workers", str(workers), "--max-calls-per-key", "256"] if workers > 1 else []
         self.proc = subprocess.Popen([sys.executable, "-m", "jev_shared.cli", "serve", "--port", str(self.port),
                                       "--log-level", "warning", "--max-in-flight", "256", *args],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, "JEV_API_KEYS": KEY})
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=str(root),
+                                     env={**os.environ, "JEV_API_KEYS": KEY, "PYTHONPATH": str(root)})
         self.url = f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> Gateway:
@@ -94,39 +105,62 @@ def callers(base_url: str, model: str, gw: Gateway) -> tuple[Callable[[], Awaita
     """(direct engine call, call through the gateway), each raising on a failed answer."""
     engine = AsyncSystemOneClient(openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0), model=model,
                                   api="chat_completions")
+
+    async def direct() -> Any:
+        return await engine.system_one(STATE, QUESTIONS)
+
+    return direct, via(gw)
+
+
+def via(gw: Gateway) -> Callable[[], Awaitable[Any]]:
+    """A call through the gateway (one choice question), raising on a failed answer."""
     http = httpx.AsyncClient(base_url=gw.url, headers={"authorization": f"Bearer {KEY}"}, timeout=120,
                              limits=httpx.Limits(max_connections=256, max_keepalive_connections=256))
     body = {"model": gw.models[0], "state": STATE, "questions": {k: q.model_dump(exclude_none=True)
                                                                  for k, q in QUESTIONS.items()}}
-
-    async def direct() -> Any:
-        return await engine.system_one(STATE, QUESTIONS)
 
     async def via_gateway() -> Any:
         resp = await http.post("/v1/systemone", json=body)
         resp.raise_for_status()
         return resp.json()
 
-    return direct, via_gateway
+    return via_gateway
+
+
+#: What failed, by kind (an HTTP status with the error type, or the exception's class): printed with the figures.
+FAILURES: Counter[str] = Counter()
 
 
 async def timed(fn: Callable[[], Awaitable[Any]]) -> float | None:
     start = time.perf_counter()
     try:
         await fn()
-    except Exception:  # noqa: BLE001 - an error is counted, not raised
+    except httpx.HTTPStatusError as exc:  # an error is counted, not raised
+        FAILURES[f"{exc.response.status_code} {exc.response.text[:120]}"] += 1
+        return None
+    except Exception as exc:  # noqa: BLE001
+        FAILURES[f"{type(exc).__name__}: {str(exc)[:120]}"] += 1
         return None
     return (time.perf_counter() - start) * 1000.0
 
 
-async def turns(direct: Callable[[], Awaitable[Any]], gateway: Callable[[], Awaitable[Any]], n: int) -> dict[str, Any]:
-    """One client: the two take turns call by call (a warm-up call each first)."""
-    await direct(), await gateway()
-    d, g = [], []
+async def turns(direct: Callable[[], Awaitable[Any]], gateway: Callable[[], Awaitable[Any]], n: int,
+                others: dict[str, Callable[[], Awaitable[Any]]] | None = None) -> dict[str, Any]:
+    """One client: direct, the gateway (and ``others``, other checkouts' gateways) take turns call by call,
+    a warm-up call each first; each gateway's overhead is its p50 less the direct call's."""
+    fns = {"direct": direct, "gateway": gateway, **(others or {})}
+    for fn in fns.values():
+        await fn()
+    samples: dict[str, list[float | None]] = {name: [] for name in fns}
     for _ in range(n):
-        d.append(await timed(direct))
-        g.append(await timed(gateway))
-    return {"direct": summary(d, None), "gateway": summary(g, None)}
+        for name, fn in fns.items():
+            samples[name].append(await timed(fn))
+    out = {name: summary(xs, None) for name, xs in samples.items()}
+    for name in fns:
+        if name != "direct":
+            key = "overhead_p50_ms" if name == "gateway" else f"overhead_p50_ms[{name}]"
+            out[key] = round(out[name]["p50_ms"] - out["direct"]["p50_ms"], 2)
+    return out
 
 
 async def concurrent(fn: Callable[[], Awaitable[Any]], clients: int, per_client: int) -> dict[str, Any]:
@@ -152,23 +186,37 @@ def summary(samples: list[float | None], wall_s: float | None) -> dict[str, Any]
 
 async def run_stub(args: argparse.Namespace) -> dict[str, Any]:
     with StubServer(args.latency_ms / 1000.0, body=stub_body()) as base_url, Gateway((base_url, "stub")) as gw:
-        direct, via = callers(base_url, "stub", gw)
-        seq = await turns(direct, via, args.n)
-        seq["overhead_p50_ms"] = round(seq["gateway"]["p50_ms"] - seq["direct"]["p50_ms"], 2)
+        direct, gateway = callers(base_url, "stub", gw)
+        with ExitStack() as stack:  # other checkouts' gateways, in the same turns
+            others = {str(root): via(stack.enter_context(Gateway((base_url, "stub"), root))) for root in args.compare}
+            seq = await turns(direct, gateway, args.n, others)
         per = max(1, args.n // 4)
-        conc = {"direct": await concurrent(direct, args.clients, per), "gateway": await concurrent(via, args.clients, per)}
+        conc = {"direct": await concurrent(direct, args.clients, per),
+                "gateway": await concurrent(gateway, args.clients, per)}
         return {"latency_ms": args.latency_ms, "one_client": seq, f"{args.clients}_clients": conc}
+
+
+async def run_workers(args: argparse.Namespace) -> dict[str, Any]:
+    """One gateway process against ``--workers 2``, each under ``--worker-clients`` concurrent clients."""
+    out: dict[str, Any] = {"clients": args.worker_clients, "latency_ms": args.latency_ms}
+    per = max(1, args.n // 4)
+    with StubServer(args.latency_ms / 1000.0, body=stub_body()) as base_url:
+        for root, workers in ((ROOT, 1), (ROOT, 2), *((r, 1) for r in args.compare)):  # others: no --workers
+            with Gateway((base_url, "stub"), root, workers) as gw:
+                await concurrent(via(gw), 8, 4)  # warm every worker's engine client
+                name = f"workers_{workers}" + ("" if root == ROOT else f"[{root}]")
+                out[name] = await concurrent(via(gw), args.worker_clients, per)
+    return out
 
 
 async def run_local(args: argparse.Namespace) -> dict[str, Any]:
     with LocalServer(WIRE_MODEL) as srv:  # direct: the engine against its own embedded server
         gw_free = Gateway((srv.base_url, srv.model))
         with gw_free as gw:  # the gateway in front of the same server, so both read the same model
-            direct, via = callers(srv.base_url, srv.model, gw)
-            seq = await turns(direct, via, args.local_n)
-            seq["overhead_p50_ms"] = round(seq["gateway"]["p50_ms"] - seq["direct"]["p50_ms"], 2)
+            direct, gateway = callers(srv.base_url, srv.model, gw)
+            seq = await turns(direct, gateway, args.local_n)
             conc = {"direct": await concurrent(direct, 4, max(1, args.local_n // 4)),
-                    "gateway": await concurrent(via, 4, max(1, args.local_n // 4))}
+                    "gateway": await concurrent(gateway, 4, max(1, args.local_n // 4))}
     return {"model": srv.model, "one_client": seq, "4_clients": conc}
 
 
@@ -179,11 +227,27 @@ def main() -> None:
     p.add_argument("--latency-ms", type=float, default=20.0)
     p.add_argument("--local-n", type=int, default=20)
     p.add_argument("--no-local", action="store_true")
+    p.add_argument("--cpu-n", type=int, default=400, help="requests per CPU figure")
+    p.add_argument("--cpu-rounds", type=int, default=3)
+    p.add_argument("--no-cpu", action="store_true")
+    p.add_argument("--worker-clients", type=int, default=64)
+    p.add_argument("--no-workers", action="store_true")
+    p.add_argument("--compare", type=Path, action="append", default=[], help="another checkout's gateway too")
+    p.add_argument("--json", type=Path, help="write the result here too")
     args = p.parse_args()
-    result = {"stub": asyncio.run(run_stub(args))}
+    result: dict[str, Any] = {"load_average": [round(x, 2) for x in os.getloadavg()]}
+    result["stub"] = asyncio.run(run_stub(args))
+    if not args.no_cpu:
+        result["cpu"] = run_cpu(args.cpu_n, args.cpu_rounds, args.compare)
+    if not args.no_workers:
+        result["workers"] = asyncio.run(run_workers(args))
     if not args.no_local:
         result["embedded"] = asyncio.run(run_local(args))
+    result["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    result["failures"] = dict(FAILURES)
     print(json.dumps(result, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":

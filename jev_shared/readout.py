@@ -49,6 +49,8 @@ class Readout:
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if type(obj) is dict:  # the lean wire path's replies: skip the ABC check, read ~20 times a reply
+        return obj.get(name, default)
     if isinstance(obj, Mapping):
         return obj.get(name, default)
     return getattr(obj, name, default)

@@ -1,7 +1,7 @@
 """Transport: call the client, retry transient faults, and hand back a plain-dict reply.
 
 Transient faults (408, 409, 429, 5xx, connection errors, timeouts) are retried with exponential
-backoff and jitter, honouring ``Retry-After`` / ``retry-after-ms``, via tenacity. The openai SDK's
+backoff and jitter, honouring ``Retry-After`` / ``retry-after-ms``. The openai SDK's
 own retries are switched off (``with_options(max_retries=0)``) so the two never multiply.
 Anything else becomes a :class:`ProviderError` carrying the status code and the provider's words.
 """
@@ -16,8 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
-
-from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from .calls import NO_BUDGET, Budget, Call, Reply
 from .errors import MalformedReplyError, ProviderError
@@ -125,17 +123,6 @@ def backoff_s(policy: RetryPolicy, attempt: int) -> float:
     return min(policy.max_s, policy.initial_s * 2 ** (attempt - 1) + random.uniform(0, policy.initial_s))
 
 
-def _wait(policy: RetryPolicy, budget: Budget):
-    def wait(state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        told = retry_after_s(exc)
-        delay = told if told is not None else backoff_s(policy, state.attempt_number)
-        left = budget.left()
-        return delay if left is None else max(0.0, min(delay, left))  # the next check() ends a spent budget
-
-    return wait
-
-
 class ProviderCause(Exception):
     """What stands in for the SDK's exception in a :class:`ProviderError`'s chain: its class and its
     redacted words, nothing else (the SDK's own exception, its request and its body may echo a key)."""
@@ -241,48 +228,63 @@ def _lean_post(client: Any, route: str, **kwargs: Any) -> Any:
     return client.post(route, body=kwargs, cast_to=bytes, options=options)
 
 
+def _retry_delay(policy: RetryPolicy, budget: Budget, exc: BaseException, attempt: int) -> float | None:
+    """The wait before the next attempt after ``exc`` ended attempt ``attempt``, or None: raise it.
 
-def _retrying(policy: RetryPolicy, budget: Budget, count: Any) -> dict[str, Any]:
-    """What the sync and async retry loops share."""
-    return {"stop": stop_after_attempt(policy.max_retries + 1), "wait": _wait(policy, budget),
-            "retry": retry_if_exception(is_transient), "before_sleep": count, "reraise": True}
-
-
-class _Counter:
-    def __init__(self) -> None:
-        self.n = 0
-
-    def __call__(self, _: RetryCallState) -> None:
-        self.n += 1
+    Transient faults only, at most ``policy.max_retries`` retries; the server's own wait where it
+    names one, else the backoff; never past what is left of the budget (the next check ends a spent one).
+    """
+    if attempt > policy.max_retries or not is_transient(exc):
+        return None
+    told = retry_after_s(exc)
+    delay = told if told is not None else backoff_s(policy, attempt)
+    left = budget.left()
+    return delay if left is None else max(0.0, min(delay, left))
 
 
 def send(client: Any, call: Call, policy: RetryPolicy, budget: Budget = NO_BUDGET) -> Reply:
     create = resolve(client, call)
-    retries = _Counter()
+    retries, attempt = 0, 0
     start = time.perf_counter()
     try:
-        for attempt in Retrying(**_retrying(policy, budget, retries)):
+        while True:  # a plain loop: a retry library's per-call machinery cost more CPU than the call's own work
+            attempt += 1
             budget.check()
-            with attempt:
+            try:
                 raw = create(**call.kwargs, **_sdk_timeout(client, budget))
+                break
+            except Exception as exc:  # noqa: BLE001 - retried or re-raised as it was
+                delay = _retry_delay(policy, budget, exc, attempt)
+                if delay is None:
+                    raise
+            retries += 1
+            time.sleep(delay)
     except Exception as exc:  # noqa: BLE001 - classified here, re-raised typed
-        failure = _wrap(exc, retries.n, client_secrets(client))
+        failure = _wrap(exc, retries, client_secrets(client))
     else:
-        return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries.n)
+        return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries)
     raise failure  # outside the handler: the SDK's exception is neither cause nor context
 
 
 async def asend(client: Any, call: Call, policy: RetryPolicy, budget: Budget = NO_BUDGET) -> Reply:
     create = resolve(client, call)
-    retries = _Counter()
+    retries, attempt = 0, 0
     start = time.perf_counter()
     try:
-        async for attempt in AsyncRetrying(sleep=asyncio.sleep, **_retrying(policy, budget, retries)):
+        while True:
+            attempt += 1
             budget.check()
-            with attempt:
+            try:
                 raw = await create(**call.kwargs, **_sdk_timeout(client, budget))
+                break
+            except Exception as exc:  # noqa: BLE001
+                delay = _retry_delay(policy, budget, exc, attempt)
+                if delay is None:
+                    raise
+            retries += 1
+            await asyncio.sleep(delay)
     except Exception as exc:  # noqa: BLE001
-        failure = _wrap(exc, retries.n, client_secrets(client))
+        failure = _wrap(exc, retries, client_secrets(client))
     else:
-        return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries.n)
+        return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries)
     raise failure

@@ -48,6 +48,10 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--warm", metavar="QUESTIONS",
                    help="questions (a JSON file or object) to prepare at start-up: every one-time cost paid before "
                         "/healthz says ready")
+    p.add_argument("--backend-transport", default=D.backend_transport, choices=("lean", "httpx"),
+                   help="HTTP under the SDK toward the backend: lean (httptools, plain http; https via httpx) or httpx")
+    p.add_argument("--workers", type=int, default=1,
+                   help="gateway processes on one socket (POSIX); memory file shared, metrics and limits per worker")
     p.add_argument("--log-level", default="info")
 
 
@@ -59,11 +63,15 @@ def _config(args: argparse.Namespace, keys: frozenset[str], stack: ExitStack) ->
         header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout, keep_alive_s=args.keep_alive_timeout,
         allowed_hosts=frozenset(args.allowed_host), default_timeout_s=args.timeout, layout=args.layout,
         max_concurrency=args.max_concurrency, max_retries=args.max_retries, method=args.method,
-        cache=not args.no_cache, warm=read_questions(args.warm) if args.warm else None)
+        backend_transport=args.backend_transport, cache=not args.no_cache,
+        warm=read_questions(args.warm) if args.warm else None)
 
 
 def run_serve(args: argparse.Namespace) -> int:
     keys = load_keys(args.api_key_file)
+    if args.workers < 1:
+        print("jev serve: --workers must be at least 1", file=sys.stderr)
+        return 2
     if not keys and not is_loopback(args.host):
         print(f"jev serve: refusing to serve {args.host} without API keys; set JEV_API_KEYS or --api-key-file "
               "(or serve on 127.0.0.1)", file=sys.stderr)
@@ -89,6 +97,28 @@ def run_serve(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         print(f"jev serve: http://{args.host}:{args.port}/v1/systemone, models {list(config.backends)}",
               file=sys.stderr)
+        if args.workers > 1:
+            return _run_workers(args, config)
         uvicorn.Server(uvicorn_config(create_app(config), config, host=args.host, port=args.port,
                                       log_level=args.log_level)).run()
     return 0
+
+
+def _run_workers(args: argparse.Namespace, config: GatewayConfig) -> int:
+    """``--workers N``: the socket bound here, then N forked workers, each its own app (docs/gateway.md)."""
+    import uvicorn
+
+    from jev_shared.gateway.app import create_app
+    from jev_shared.gateway.protocol import uvicorn_config
+    from jev_shared.gateway.workers import bind, run_workers
+
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        print(f"jev serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+
+    def serve(sock) -> None:
+        uvicorn.Server(uvicorn_config(create_app(config), config, log_level=args.log_level)).run(sockets=[sock])
+
+    return run_workers(args.workers, sock, serve)

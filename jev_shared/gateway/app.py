@@ -5,7 +5,8 @@ Gateway as a dependency, ``/docs`` and ``/openapi.json`` with the question union
 scheme) behind the small middlewares of :mod:`.middleware`. Every answer comes from the engine's
 public API, ``AsyncSystemOneClient.system_one``: all questions or none, the first error in order.
 Every failure, FastAPI's own included (a body that is not JSON, 404, 405), leaves as
-``{"error": {type, message, ...}}``.
+``{"error": {type, message, ...}}``. ``POST /v1/systemone`` itself is answered in front of FastAPI
+(:mod:`.fastpath`), which gets every request that path would answer differently.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .config import GatewayConfig
 from .errors import ApiError
+from .fastpath import SystemOneFastPath
 from .middleware import front
 from .routes import decisions, json_response, models, ops
 from .schema import QuestionDoc
@@ -111,6 +113,6 @@ def create_app(config: GatewayConfig) -> Any:
     for router in (decisions, models, ops):
         app.include_router(router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
-    outer = front(app, config, gw.metrics)
+    outer = front(SystemOneFastPath(app, gw), config, gw.metrics)
     outer.gateway = gw  # type: ignore[attr-defined]  # for embedding and tests: its pool, memory, counts
     return outer

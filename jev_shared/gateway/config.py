@@ -9,6 +9,7 @@ import hashlib
 import ipaddress
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,9 @@ class GatewayConfig:
     #: What the engine learns lives in the per-user cache (``Memory.user_cache()``; ``$JEV_NO_CACHE=1``
     #: or ``cache=False`` keep it in this process only).
     cache: bool = True
+    #: The backend HTTP transport under the openai SDK: "lean" (HTTP/1.1 keep-alive parsed by httptools,
+    #: ``backend_http.py``; https falls back to httpx's) or "httpx" (the SDK's default, httpcore).
+    backend_transport: str = "lean"
     #: Questions to prepare at start-up (``--warm``): ``/healthz`` says ready once they are.
     warm: dict[str, Any] | None = None
 
@@ -112,6 +116,7 @@ def load_keys(key_file: str | os.PathLike[str] | None = None, env: str = "JEV_AP
     return frozenset(keys)
 
 
+@lru_cache(maxsize=1024)
 def key_id(key: str) -> str:
     """A short, non-reversible name for a key, safe for logs: which caller, never the key."""
     return hashlib.sha256(key.encode()).hexdigest()[:8]

@@ -16,14 +16,14 @@ bearer = HTTPBearer(auto_error=False, scheme_name="bearer",
                     description="a key from JEV_API_KEYS or --api-key-file; none when the gateway serves loopback only")
 
 
-def gateway(request: Request) -> Gateway:
+async def gateway(request: Request) -> Gateway:
     """The Gateway this app was built with (``app.state.gateway``)."""
     return request.app.state.gateway
 
 
-def caller(request: Request, _: HTTPAuthorizationCredentials | None = Security(bearer)) -> str | None:  # noqa: B008
+async def caller(request: Request, _: HTTPAuthorizationCredentials | None = Security(bearer)) -> str | None:  # noqa: B008
     """The bearer key the Auth middleware accepted, or None when the gateway runs without keys (then any
     bearer a caller sends is ignored: every caller shares one budget, whatever it presents)."""
-    if not gateway(request).config.auth_required:
+    if not request.app.state.gateway.config.auth_required:
         return None
     return request.scope.get("jev", {}).get("key")

@@ -8,10 +8,17 @@ import sys
 from .observe import ACCESS_LOG
 
 
+class LineHandler(logging.StreamHandler):
+    """Writes each record's message as it is, one line: the access line is already its JSON, so no
+    formatter runs per request."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return record.getMessage()
+
+
 def configure_logging(level: str = "info") -> None:
     """One JSON line per request on stdout; uvicorn's and the engine's own messages on stderr."""
-    access = logging.StreamHandler(sys.stdout)
-    access.setFormatter(logging.Formatter("%(message)s"))
+    access = LineHandler(sys.stdout)
     ACCESS_LOG.handlers[:] = [access]
     ACCESS_LOG.setLevel(logging.INFO)
     ACCESS_LOG.propagate = False

@@ -102,10 +102,11 @@ class AccessLog:
         elapsed, noted = time.perf_counter() - started, dict(info(scope))
         presented = noted.pop("key", None)
         path = scope["path"] if scope["path"] in KNOWN_PATHS else "other"
-        self.metrics.requests.labels(path, str(status)).inc()
-        self.metrics.latency.labels(path).observe(elapsed)
+        m = self.metrics
+        m.child(m.requests, path, str(status)).inc()
+        m.child(m.latency, path).observe(elapsed)
         if noted.get("error"):
-            self.metrics.errors.labels(noted["error"]).inc()
+            m.child(m.errors, noted["error"]).inc()
         client = scope.get("client") or ("", 0)
         fields = {"request_id": noted.pop("request_id", None), "method": scope["method"], "path": scope["path"],
                   "status": status, "latency_ms": round(elapsed * 1000.0, 2), "client": client[0],

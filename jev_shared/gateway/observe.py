@@ -19,6 +19,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from jev_shared.redact import REDACTED, redact
 
 ACCESS_LOG = logging.getLogger("jev_shared.gateway.access")
+#: Bound label children kept (paths, statuses, models and error types are bounded sets; a guard besides).
+MAX_CHILDREN = 4096
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
@@ -40,6 +42,18 @@ class Metrics:
         self.in_flight = Gauge("jev_gateway_in_flight", "System One requests being answered", registry=r)
         self.refused = Counter("jev_gateway_connections_refused", "Connections the protocol answered and closed "
                                "itself (request_timeout, too_many_connections, bad_request)", ["type"], registry=r)
+
+        self._children: dict[tuple[Any, ...], Any] = {}
+
+    def child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, bound once and kept: a request counts without prometheus's label checks."""
+        key = (id(metric), *labels)
+        found = self._children.get(key)
+        if found is None:
+            if len(self._children) > MAX_CHILDREN:  # label values come from a bounded set; a guard all the same
+                self._children.clear()
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import replace
 from typing import Any
 
-from jev_shared import wire_error
+from jev_shared import SystemOneResponse, wire_error
 
 from .config import GatewayConfig
 from .engines import EnginePool
@@ -71,34 +70,46 @@ class Gateway:
             raise ApiError(422, "too_many_questions", f"{len(req.questions)} questions in one request; the limit is "
                                                       f"{limit} (--max-questions)", field="questions")
 
-    async def answer(self, req: SystemOneRequest, key: str | None, noted: dict[str, Any]) -> dict[str, Any]:
-        """The System One answer for ``req`` on behalf of ``key``, or an ApiError / engine error."""
+    async def respond(self, req: SystemOneRequest, key: str | None, noted: dict[str, Any]) -> SystemOneResponse:
+        """The engine's response for ``req`` on behalf of ``key``, or an ApiError / engine error."""
         noted.update(model=req.model, n_questions=len(req.questions))
         self._check_size(req)
         try:
             opts, total = resolve_options(req, self.pool.defaults)
         except OptionConflictError as exc:
             raise ApiError(422, "invalid_request", str(exc), field=exc.field) from None
-        opts = replace(opts, max_concurrency=min(opts.max_concurrency, self.config.max_calls_per_key))
+        conc = min(opts.max_concurrency, self.config.max_calls_per_key)
         client = self.pool.get(req.model, opts.timeout_seconds)
         timeout = min(total or self.config.default_timeout_s, self.config.max_timeout_s)
-        who, slots = key or ANONYMOUS, min(len(req.questions), opts.max_concurrency)
+        who, slots = key or ANONYMOUS, min(len(req.questions), conc)
         self._refuse_if_full(who, slots)
         self.in_flight += 1
         self.key_calls[who] += slots
         self.metrics.in_flight.inc()
         try:
             resp = await client.system_one(req.state, req.questions, timeout=timeout, layout=opts.layout,
-                                           top_logprobs=opts.top_logprobs, max_concurrency=opts.max_concurrency)
+                                           top_logprobs=opts.top_logprobs, max_concurrency=conc)
         finally:
             self.in_flight -= 1
             self.key_calls[who] -= slots
             if not self.key_calls[who]:
                 del self.key_calls[who]
             self.metrics.in_flight.dec()
-        self.metrics.backend_calls.labels(req.model).inc(resp.usage.n_calls)
-        self.metrics.backend_retries.labels(req.model).inc(resp.usage.n_retries)
-        self.metrics.questions.labels(req.model).inc(len(resp.answers))
-        body = resp.model_dump(mode="json", exclude={"debug"})
+        m = self.metrics
+        m.child(m.backend_calls, req.model).inc(resp.usage.n_calls)
+        m.child(m.backend_retries, req.model).inc(resp.usage.n_retries)
+        m.child(m.questions, req.model).inc(len(resp.answers))
+        return resp
+
+    async def answer(self, req: SystemOneRequest, key: str | None, noted: dict[str, Any]) -> dict[str, Any]:
+        """The System One answer for ``req`` (the response without ``debug``, under the model asked for)."""
+        body = (await self.respond(req, key, noted)).model_dump(mode="json", exclude={"debug"})
         body["model"] = req.model
         return body
+
+    async def answer_json(self, req: SystemOneRequest, key: str | None, noted: dict[str, Any]) -> bytes:
+        """:meth:`answer` as the JSON bytes sent, serialised by pydantic in one step."""
+        resp = await self.respond(req, key, noted)
+        if resp.model != req.model:
+            resp = resp.model_copy(update={"model": req.model})
+        return resp.model_dump_json(exclude={"debug"}).encode()

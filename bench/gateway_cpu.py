@@ -1,0 +1,274 @@
+"""CPU per request of the whole gateway process, and of the engine alone, over a stub in another process.
+
+Three processes: the stub backend (latency 0), ``jev serve`` (keys on, access log to /dev/null), and
+this one, the client. The gateway's CPU is read from ``/proc/<pid>/stat`` (user + system, all its
+threads) around ``--cpu-n`` sequential requests after a warm-up; the engine's (sync on threads, async
+over ``openai.AsyncOpenAI``, the gateway's own path) and a plain ``httpx`` post, the floor, are this
+process's ``time.process_time``. ``--compare ROOT`` runs a second gateway from another checkout
+(``/work/main``) in the same run, the two taking turns round by round.
+
+    python bench/gateway_cpu.py [--cpu-n 400] [--rounds 3] [--compare /work/main] [--profile out.txt]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import os
+import pstats
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from jev_shared import AsyncSystemOneClient, Choice, Memory, SystemOneClient  # noqa: E402
+from jev_shared.local import free_port  # noqa: E402
+
+STUB = """
+import sys, time
+sys.path.insert(0, {root!r}); sys.path.insert(0, {root!r} + "/bench")
+from gateway import stub_body
+from stub_server import StubServer
+with StubServer(latency_s=0.0, body=stub_body()) as url:
+    print(url, flush=True)
+    time.sleep(3600)
+"""
+STATE = "My invoice was charged twice, please refund the duplicate payment."
+TEAM = Choice(instructions="Which team should handle this ticket?",
+              criteria={"billing": "Invoices, refunds", "technical": "Bugs, errors", "sales": "Pricing, plans"})
+SETS = {"1q": {"team": TEAM}, "8q": {f"q{i}": TEAM for i in range(8)}}
+KEY = "bench-cpu-key-0123456789abcdef"
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (all its threads) from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+class Served:
+    """``jev serve`` from checkout ``root`` in a subprocess."""
+
+    def __init__(self, root: Path, backend: str, workers: int = 1) -> None:
+        self.port = free_port()
+        extra = ["--workers", str(workers)] if workers > 1 else []
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jev_shared.cli", "serve", "--port", str(self.port), "--log-level",
+             "warning", "--max-in-flight", "256", "--no-cache", "--backend-url", backend, "--model", "stub", *extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=str(root),
+            env={**os.environ, "JEV_API_KEYS": KEY, "PYTHONPATH": str(root)})
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Served:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(self.url + "/healthz").status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"jev serve did not start: {self.proc.stderr.read()}")  # type: ignore[union-attr]
+            time.sleep(0.1)
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.send_signal(signal.SIGINT)  # a clean exit: a profile under cProfile is written
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def body_for(questions: dict[str, Any]) -> bytes:
+    return json.dumps({"model": "stub", "state": STATE,
+                       "questions": {k: q.model_dump(exclude_none=True) for k, q in questions.items()}}).encode()
+
+
+def gateway_cpu_ms(gw: Served, http: httpx.Client, body: bytes, n: int, warmup: int = 50) -> float:
+    """The gateway process's CPU per request, ``n`` sequential requests after ``warmup``."""
+    def post() -> None:
+        resp = http.post(gw.url + "/v1/systemone", content=body, headers={"content-type": "application/json"})
+        resp.raise_for_status()
+
+    for _ in range(warmup):
+        post()
+    start = proc_cpu_s(gw.proc.pid)
+    for _ in range(n):
+        post()
+    return (proc_cpu_s(gw.proc.pid) - start) / n * 1000.0
+
+
+def own_cpu_ms(fn: Callable[[], Any], n: int, warmup: int = 50) -> float:
+    for _ in range(warmup):
+        fn()
+    start = time.process_time()
+    for _ in range(n):
+        fn()
+    return (time.process_time() - start) / n * 1000.0
+
+
+def async_cpu_ms(backend: str, questions: dict[str, Any], n: int, warmup: int = 50) -> float:
+    """The async engine over ``openai.AsyncOpenAI`` (the gateway's path), this process's CPU per call."""
+    import openai
+
+    async def run() -> float:
+        engine = AsyncSystemOneClient(openai.AsyncOpenAI(base_url=backend, api_key="k", max_retries=0), model="stub",
+                                      api="chat_completions", memory=Memory())
+        for _ in range(warmup):
+            await engine.system_one(STATE, questions)
+        start = time.process_time()
+        for _ in range(n):
+            await engine.system_one(STATE, questions)
+        return (time.process_time() - start) / n * 1000.0
+
+    return asyncio.run(run())
+
+
+def engine_figures(backend: str, n: int) -> dict[str, float]:
+    """The floor (httpx post) and the engine alone, sync and async, one and eight questions."""
+    import openai
+
+    plain = httpx.Client()
+    req = {"model": "stub", "messages": [{"role": "user", "content": STATE}], "max_tokens": 1, "logprobs": True,
+           "top_logprobs": 20, "temperature": 0}
+    sync = SystemOneClient(openai.OpenAI(base_url=backend, api_key="k"), model="stub", api="chat_completions",
+                           memory=Memory())
+    out = {"httpx_post_ms": own_cpu_ms(lambda: json.loads(plain.post(backend + "/chat/completions", json=req).content),
+                                       n)}
+    for name, qs in SETS.items():
+        out[f"engine_sync_{name}_ms"] = own_cpu_ms(lambda qs=qs: sync.system_one(STATE, qs), n)
+        out[f"engine_async_{name}_ms"] = async_cpu_ms(backend, qs, n)
+    return out
+
+
+def run_cpu(n: int, rounds: int, compare: list[Path], workers: int = 1) -> dict[str, Any]:
+    """Every contender, ``rounds`` times in turn; the median of each. Needs nothing else running."""
+    stub = subprocess.Popen([sys.executable, "-c", STUB.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True)
+    try:
+        backend = stub.stdout.readline().strip()  # type: ignore[union-attr]
+        roots = {"this": ROOT, **{str(r): r for r in compare}}
+        samples: dict[str, list[float]] = {}
+        http = httpx.Client(headers={"authorization": f"Bearer {KEY}"}, timeout=60)
+        for _ in range(rounds):
+            for name, value in engine_figures(backend, n).items():
+                samples.setdefault(name, []).append(value)
+            for label, root in roots.items():
+                with Served(root, backend, workers) as gw:
+                    for qname, qs in SETS.items():
+                        value = gateway_cpu_ms(gw, http, body_for(qs), n)
+                        samples.setdefault(f"gateway[{label}]_{qname}_ms", []).append(value)
+        figures = {k: round(statistics.median(v), 3) for k, v in samples.items()}
+        floor = figures["httpx_post_ms"]
+        ratios = {k.replace("_ms", "_x_httpx"): round(v / floor, 2) for k, v in figures.items() if k != "httpx_post_ms"}
+        return {"n": n, "rounds": rounds, "load_average": round(os.getloadavg()[0], 2), "cpu_ms": figures,
+                "ratio_to_httpx_post": ratios, "samples": {k: [round(x, 3) for x in v] for k, v in samples.items()}}
+    finally:
+        stub.kill()
+
+
+def _asgi_post(app: Any, body: bytes) -> Any:
+    """One ``POST /v1/systemone`` straight into the ASGI app (no socket, no uvicorn): the app's own work."""
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/v1/systemone", "raw_path": b"/v1/systemone", "query_string": b"", "root_path": "",
+             "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000),
+             "headers": [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
+                         (b"authorization", f"Bearer {KEY}".encode()), (b"content-length", str(len(body)).encode())]}
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def call() -> None:
+        await app(scope, receive, send)
+        assert sent[0]["status"] == 200, sent
+
+    return call
+
+
+def profile_gateway(n: int, out: Path, qname: str = "1q") -> None:
+    """cProfile (CPU time) of the gateway app in this process, ASGI calls straight in, over the stub."""
+    from jev_shared.gateway import Backend, GatewayConfig
+    from jev_shared.gateway.app import create_app
+
+    stub = subprocess.Popen([sys.executable, "-c", STUB.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True)
+    try:
+        backend = stub.stdout.readline().strip()  # type: ignore[union-attr]
+        app = create_app(GatewayConfig(backends={"stub": Backend(backend, "stub")}, api_keys=frozenset({KEY}),
+                                       cache=False))
+        call = _asgi_post(app, body_for(SETS[qname]))
+        prof = cProfile.Profile(time.process_time)
+
+        async def run() -> None:
+            app.gateway.pool.warm()
+            for _ in range(50):
+                await call()
+            prof.enable()
+            for _ in range(n):
+                await call()
+            prof.disable()
+
+        asyncio.run(run())
+        _write(prof, out)
+    finally:
+        stub.kill()
+
+
+def _write(prof: cProfile.Profile, out: Path) -> None:
+    with out.open("w") as f:
+        stats = pstats.Stats(prof, stream=f)
+        stats.sort_stats("tottime").print_stats(45)
+        stats.sort_stats("cumulative").print_stats(80)
+
+
+def profile_async_engine(n: int, out: Path) -> None:
+    """cProfile of the async engine alone (this process), ``n`` one-question calls."""
+    stub = subprocess.Popen([sys.executable, "-c", STUB.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True)
+    try:
+        backend = stub.stdout.readline().strip()  # type: ignore[union-attr]
+        async_cpu_ms(backend, SETS["1q"], 20)
+        prof = cProfile.Profile(time.process_time)
+        prof.runcall(async_cpu_ms, backend, SETS["1q"], n, 10)
+        _write(prof, out)
+    finally:
+        stub.kill()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cpu-n", type=int, default=400)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--compare", type=Path, action="append", default=[], help="another checkout's gateway too")
+    p.add_argument("--profile", type=Path, help="write a cProfile of the gateway process here (and no figures)")
+    p.add_argument("--profile-engine", type=Path, help="write a cProfile of the async engine here")
+    p.add_argument("--json", type=Path)
+    args = p.parse_args()
+    if args.profile or args.profile_engine:
+        if args.profile:
+            profile_gateway(args.cpu_n, args.profile)
+        if args.profile_engine:
+            profile_async_engine(args.cpu_n, args.profile_engine)
+        return
+    result = run_cpu(args.cpu_n, args.rounds, args.compare)
+    print(json.dumps(result, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

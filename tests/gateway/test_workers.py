@@ -1,0 +1,103 @@
+"""``jev serve --workers 2``: 64 concurrent clients, no error and no mixed-up answer, both workers alive.
+
+The gateway runs as a real ``jev serve`` subprocess (two forked workers on one socket) over the stub
+backend, which answers from the prompt: each request's state names its own option (``want=k<n>``)
+and a truth word, so an answer that reached the wrong caller would name another request's option.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from jev_shared.local import free_port
+from tests.gateway.conftest import KEY, MODEL
+
+CLIENTS, PER_CLIENT = 64, 4
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def one_client(url: str, client_no: int) -> list[tuple[int, int, dict]]:
+    out = []
+    with httpx.Client(base_url=url, headers={"authorization": f"Bearer {KEY}"}, timeout=60) as http:
+        for j in range(PER_CLIENT):
+            n = client_no * PER_CLIENT + j
+            truth = "yes" if n % 2 else "no"
+            questions = {"route": {"type": "choice", "instructions": "Which route?",
+                                   "criteria": {f"k{n}": "this request's own route", "other": "anything else"}},
+                         "flag": {"type": "noul", "instructions": "The flag is set."}}
+            resp = http.post("/v1/systemone", json={"model": MODEL, "state": f"request {n} want=k{n} truth={truth}",
+                                                    "questions": questions})
+            out.append((n, resp.status_code, resp.json()))
+    return out
+
+
+def start(stub_url: str, workers: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jev_shared.cli", "serve", "--port", str(port), "--workers", str(workers),
+         "--backend-url", stub_url, "--model", MODEL, "--no-cache", "--max-retries", "0", "--log-level", "warning",
+         # limits are per worker: 64 clients x 2 calls must fit in one worker, however the kernel spreads them
+         "--max-calls-per-key", "256", "--max-in-flight", "256"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "JEV_API_KEYS": KEY, "PYTHONPATH": str(ROOT)})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(url + "/healthz").status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"jev serve --workers did not start: {proc.communicate()[1]}")
+        time.sleep(0.1)
+
+
+def stop(proc: subprocess.Popen) -> str:
+    proc.terminate()
+    try:
+        return proc.communicate(timeout=30)[1]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()[1]
+
+
+@pytest.mark.timeout(240)
+def test_two_workers_answer_64_clients_each_their_own(stub):
+    proc, url = start(stub.base_url, 2)
+    try:
+        with ThreadPoolExecutor(CLIENTS) as pool:
+            results = [r for rs in pool.map(lambda i: one_client(url, i), range(CLIENTS)) for r in rs]
+        alive = proc.poll() is None
+    finally:
+        err = stop(proc)
+    assert alive, err
+    assert len(results) == CLIENTS * PER_CLIENT
+    assert [(status, body) for _, status, body in results if status != 200] == []
+    for n, _, body in results:
+        assert body["answers"]["route"]["choice"] == f"k{n}"
+        assert (body["answers"]["flag"]["noul"] > 0.5) == bool(n % 2)
+    assert stub.requests == 2 * CLIENTS * PER_CLIENT
+    markers = [re.findall(r"request (\d+) want", str(b["messages"])) for b in stub.bodies]
+    assert all(len(set(m)) == 1 for m in markers)
+    pids = [int(p) for p in re.findall(r"\d+", re.search(r"2 workers \(pids \[([\d, ]+)\]\)", err).group(1))]
+    assert len(set(pids)) == 2
+    assert proc.returncode == 0, err
+
+
+def test_workers_must_be_positive(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "jev_shared.cli", "serve", "--workers", "0", "--backend-url",
+                           "http://127.0.0.1:9/v1", "--model", "m"], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert done.returncode == 2
+    assert "--workers must be at least 1" in done.stderr
