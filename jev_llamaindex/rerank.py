@@ -75,23 +75,34 @@ class JevRerank(BaseNodePostprocessor):
                               description="mode='score': the relevance levels, lowest first (2 to 10).")
     min_confidence: float | None = Field(default=None, description="Flag (never drop) nodes judged less surely.")
     on_error: Literal["fallback", "raise"] = Field(default="fallback", description="On an engine error.")
+    max_concurrency: int | None = Field(default=None, description="Nodes judged at once; None: the client's.")
     _pair: ClientPair = PrivateAttr()
 
     def __init__(self, client: SystemOneClient | None = None, *, async_client: AsyncSystemOneClient | None = None,
                  top_n: int = 10, mode: Literal["score", "noul"] = "score", prompt: str | None = None,
                  levels: list[str] | tuple[str, ...] | None = None, min_confidence: float | None = None,
-                 on_error: Literal["fallback", "raise"] = "fallback", **kwargs: Any) -> None:
+                 on_error: Literal["fallback", "raise"] = "fallback", max_concurrency: int | None = None,
+                 **kwargs: Any) -> None:
         if prompt is None:
             prompt = DEFAULT_RERANK_NOUL_TMPL if mode == "noul" else DEFAULT_RERANK_SCORE_TMPL
         super().__init__(top_n=top_n, mode=mode, prompt=prompt,
                          levels=list(DEFAULT_RELEVANCE_LEVELS if levels is None else levels),
-                         min_confidence=min_confidence, on_error=on_error, **kwargs)
+                         min_confidence=min_confidence, on_error=on_error, max_concurrency=max_concurrency,
+                         **kwargs)
         self._pair = client_pair(client, async_client, type(self).__name__)
 
     @field_validator("top_n")
     @classmethod
     def _top_n_positive(cls, value: int) -> int:
         int_at_least("top_n", value, 1)
+        return value
+
+    @field_validator("max_concurrency")
+    @classmethod
+    def _concurrency_positive(cls, value: int | None) -> int | None:
+        """Each node in flight keeps a server slot; a server caches the prefix once per slot it lands on."""
+        if value is not None:
+            int_at_least("max_concurrency", value, 1)
         return value
 
     @field_validator("prompt")
@@ -122,7 +133,8 @@ class JevRerank(BaseNodePostprocessor):
     def from_defaults(cls, client: Any = None, *, llm: Any = None, async_client: Any = None, model: str | None = None,
                       top_n: int = 10, mode: Literal["score", "noul"] = "score", prompt: str | None = None,
                       levels: list[str] | tuple[str, ...] | None = None, min_confidence: float | None = None,
-                      on_error: Literal["fallback", "raise"] = "fallback", **client_kwargs: Any) -> JevRerank:
+                      on_error: Literal["fallback", "raise"] = "fallback", max_concurrency: int | None = None,
+                      **client_kwargs: Any) -> JevRerank:
         """From an engine client, an OpenAI-compatible client (with ``model=``), or a LlamaIndex ``llm``.
 
         Clients built here default to ``debias=False``: a lean the model has on every node of a query
@@ -131,7 +143,7 @@ class JevRerank(BaseNodePostprocessor):
         client_kwargs.setdefault("debias", False)
         sync, async_ = resolve_clients(client, async_client=async_client, llm=llm, model=model, **client_kwargs)
         return cls(sync, async_client=async_, top_n=top_n, mode=mode, prompt=prompt, levels=levels,
-                   min_confidence=min_confidence, on_error=on_error)
+                   min_confidence=min_confidence, on_error=on_error, max_concurrency=max_concurrency)
 
     # -- prompts, as LlamaIndex's rerankers expose theirs ------------------------------------------
 
@@ -191,7 +203,8 @@ class JevRerank(BaseNodePostprocessor):
         states = [_state(n) for n in nodes]
         with self.callback_manager.event(CBEventType.RERANKING, payload=self._payload(nodes, query)) as event:
             try:
-                out = self._ranked(nodes, ask_each(self._pair, states, {QUESTION_ID: self.question(query.query_str)}))
+                out = self._ranked(nodes, ask_each(self._pair, states, {QUESTION_ID: self.question(query.query_str)},
+                                                       self.max_concurrency))
             except JevError as exc:
                 out = self._fallback(nodes, exc)
             event.on_end(payload={EventPayload.NODES: out})
@@ -204,7 +217,8 @@ class JevRerank(BaseNodePostprocessor):
         states = [_state(n) for n in nodes]
         with self.callback_manager.event(CBEventType.RERANKING, payload=self._payload(nodes, query)) as event:
             try:
-                resps = await aask_each(self._pair, states, {QUESTION_ID: self.question(query.query_str)})
+                resps = await aask_each(self._pair, states, {QUESTION_ID: self.question(query.query_str)},
+                                        self.max_concurrency)
                 out = self._ranked(nodes, resps)
             except JevError as exc:
                 out = self._fallback(nodes, exc)

@@ -201,3 +201,18 @@ def test_after_a_router_retriever(local_server, local_llm):
                                             node_postprocessors=[JevRerank.from_defaults(llm=local_llm, top_n=1)])
     response = engine.query(QUERY)
     assert len(response.source_nodes) == 1 and "jev_relevance" in response.source_nodes[0].node.metadata
+
+
+@pytest.mark.live
+def test_the_example_runs_on_the_embedded_model():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "llamaindex_rerank.py"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env["JEV_MODEL"] = "smollm2-135m"  # fast; its relevance is near chance
+    out = subprocess.run([sys.executable, str(example)], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("Q: ") == 2 and out.stdout.count("   relevance ") == 4
