@@ -86,8 +86,9 @@ class JevDecisionModel(BaseDecisionModel):
             raise TypeError(f"JevDecisionModel: client must be a SystemOneClient, an AsyncSystemOneClient or a "
                             f"LangChain chat model, got {type(client).__name__}")
         check_option("on_no_signal", on_no_signal, ("default", "raise", "uniform"))
-        super().__init__(client=client, model=pair.model if model is None else model, on_no_signal=on_no_signal,
-                         choice_defaults=dict(choice_defaults or {}), **kwargs)
+        fields: dict[str, Any] = {"client": client, "model": pair.model if model is None else model,
+                                  "on_no_signal": on_no_signal, "choice_defaults": dict(choice_defaults or {})}
+        super().__init__(**fields, **kwargs)  # a dict: the base declares no __init__ fields to a type checker
         self._pair = pair
 
     @property

@@ -85,10 +85,10 @@ class JevRerank(BaseNodePostprocessor):
                  **kwargs: Any) -> None:
         if prompt is None:
             prompt = DEFAULT_RERANK_NOUL_TMPL if mode == "noul" else DEFAULT_RERANK_SCORE_TMPL
-        super().__init__(top_n=top_n, mode=mode, prompt=prompt,
-                         levels=list(DEFAULT_RELEVANCE_LEVELS if levels is None else levels),
-                         min_confidence=min_confidence, on_error=on_error, max_concurrency=max_concurrency,
-                         **kwargs)
+        fields: dict[str, Any] = {  # validated by pydantic (a dict, since the base's __init__ declares none)
+            "top_n": top_n, "mode": mode, "prompt": prompt, "min_confidence": min_confidence, "on_error": on_error,
+            "levels": list(DEFAULT_RELEVANCE_LEVELS if levels is None else levels), "max_concurrency": max_concurrency}
+        super().__init__(**fields, **kwargs)
         self._pair = client_pair(client, async_client, type(self).__name__)
 
     @field_validator("top_n")
