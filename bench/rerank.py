@@ -79,7 +79,7 @@ def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int = 5) -> float:
     return dcg / idcg if idcg else 0.0
 
 
-def contenders(srv: Any, meter: Meter, mode: str) -> dict[str, Any]:
+def contenders(srv: Any, meter: Meter, modes: list[str], concurrency: int | None) -> dict[str, Any]:
     """Each contender: nodes, query -> ranked nodes. Both rerankers talk to the same server through ``meter``."""
     import openai
     from llama_index.core.postprocessor import LLMRerank
@@ -91,15 +91,15 @@ def contenders(srv: Any, meter: Meter, mode: str) -> dict[str, Any]:
                      max_tokens=GEN_CAP, temperature=0.0, http_client=httpx.Client(transport=meter, timeout=300))
     llm_rerank = LLMRerank(llm=llm, top_n=TOP_N, choice_batch_size=10)
     client = openai.OpenAI(base_url=srv.base_url, api_key="local", http_client=httpx.Client(transport=meter, timeout=300))
-    jev = JevRerank.from_defaults(client, model=srv.model, top_n=TOP_N, mode=mode)
-    return {
-        "none": lambda nodes, q: nodes[:TOP_N],
-        "LLMRerank": lambda nodes, q: llm_rerank.postprocess_nodes(nodes, query_str=q),
-        f"JevRerank ({mode})": lambda nodes, q: jev.postprocess_nodes(nodes, query_str=q),
-    }
+    out: dict[str, Any] = {"none": lambda nodes, query_str: nodes[:TOP_N], "LLMRerank": llm_rerank.postprocess_nodes}
+    for mode in modes:
+        jev = JevRerank.from_defaults(client, model=srv.model, top_n=TOP_N, mode=mode, max_concurrency=concurrency)
+        out[f"JevRerank ({mode})"] = jev.postprocess_nodes
+    return out
 
 
-def run(model_key: str, limit: int | None, mode: str) -> dict[str, Any]:
+def run(model_key: str, limit: int | None, modes: list[str], concurrency: int | None,
+        only: list[str] | None = None) -> dict[str, Any]:
     from llama_index.core.schema import NodeWithScore, TextNode
 
     from jev_shared.local import LocalServer
@@ -109,21 +109,23 @@ def run(model_key: str, limit: int | None, mode: str) -> dict[str, Any]:
     passages = data["passages"]
     meter = Meter()
     info: dict[str, Any] = {"model": MODELS[model_key], "queries": len(queries), "top_n": TOP_N,
+                            "jev_max_concurrency": concurrency,
                             "loadavg_start": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
                             "platform": platform.platform(), "results": {}}
     print(f"{info['model']}: {len(queries)} queries x 10 candidates; load {info['loadavg_start']}", flush=True)
     with LocalServer(MODELS[model_key]) as srv:
-        rankers = contenders(srv, meter, mode)
+        rankers = contenders(srv, meter, modes, concurrency)
+        rankers = {k: v for k, v in rankers.items() if not only or k.split(" ")[0] in only or k in only}
         warm = [NodeWithScore(node=TextNode(text=passages[p], id_=p), score=s) for p, s in queries[0]["candidates"]]
         for rank in rankers.values():  # first calls pay one-time costs (label checks, the server's warm-up)
-            rank(warm[:3], queries[0]["query"])
+            rank(warm[:3], query_str=queries[0]["query"])
         for name, rank in rankers.items():
             rows = []
             for q in queries:
                 nodes = [NodeWithScore(node=TextNode(text=passages[p], id_=p), score=s) for p, s in q["candidates"]]
                 before, t0, failed = meter.snapshot(), time.perf_counter(), False
                 try:
-                    ranked = [n.node.node_id for n in rank(nodes, q["query"])]
+                    ranked = [n.node.node_id for n in rank(nodes, query_str=q["query"])]
                 except Exception as exc:  # noqa: BLE001 - a contender's failure is a result here
                     failed, ranked = f"{type(exc).__name__}: {exc}"[:200], [n.node.node_id for n in nodes[:TOP_N]]
                 seconds = time.perf_counter() - t0
@@ -158,12 +160,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(MODELS), default="qwen")
     parser.add_argument("--limit", type=int, default=None, help="the first N queries only")
-    parser.add_argument("--mode", choices=["score", "noul"], default="score", help="JevRerank's question")
+    parser.add_argument("--mode", choices=["score", "noul"], action="append", help="JevRerank's question "
+                        "(repeat for both; default: both)")
+    parser.add_argument("--concurrency", type=int, default=2, help="JevRerank's max_concurrency (default 2: "
+                        "the server caches the query's prefix once per slot a request lands on)")
+    parser.add_argument("--only", action="append", help="run only these contenders (none, LLMRerank, JevRerank)")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
     print("| reranker | nDCG@5 | hit@1 | tokens / query | calls / query | p50 / query | nodes kept | failed |")
     print("|---|---|---|---|---|---|---|---|")
-    info = run(args.model, args.limit, args.mode)
+    info = run(args.model, args.limit, args.mode or ["noul", "score"], args.concurrency, args.only)
     print(f"load average {info['loadavg_start']} -> {info['loadavg_end']} on {info['cpus']} CPUs")
     if args.out:
         args.out.write_text(json.dumps(info, indent=1) + "\n")
