@@ -119,25 +119,37 @@ def run(model_key: str, limit: int | None, modes: list[str], concurrency: int | 
         warm = [NodeWithScore(node=TextNode(text=passages[p], id_=p), score=s) for p, s in queries[0]["candidates"]]
         for rank in rankers.values():  # first calls pay one-time costs (label checks, the server's warm-up)
             rank(warm[:3], query_str=queries[0]["query"])
-        for name, rank in rankers.items():
-            rows = []
-            for q in queries:
-                nodes = [NodeWithScore(node=TextNode(text=passages[p], id_=p), score=s) for p, s in q["candidates"]]
-                before, t0, failed = meter.snapshot(), time.perf_counter(), False
-                try:
-                    ranked = [n.node.node_id for n in rank(nodes, query_str=q["query"])]
-                except Exception as exc:  # noqa: BLE001 - a contender's failure is a result here
-                    failed, ranked = f"{type(exc).__name__}: {exc}"[:200], [n.node.node_id for n in nodes[:TOP_N]]
-                seconds = time.perf_counter() - t0
-                after = meter.snapshot()
-                rows.append({"ndcg5": ndcg_at(ranked, q["relevant"]), "hit1": bool(ranked) and q["relevant"].get(ranked[0]) == 2,
-                             "returned": len(ranked),
-                             "seconds": seconds, "calls": after[0] - before[0], "prompt": after[1] - before[1],
-                             "completion": after[2] - before[2], "computed": after[3] - before[3], "failed": failed})
-            info["results"][name] = summary(rows)
-            print(line(name, info["results"][name]), flush=True)
+        rows: dict[str, list[dict[str, Any]]] = {name: [] for name in rankers}
+        for i, q in enumerate(queries):  # contenders take turns on each query, so a change in load hits all alike
+            for name, rank in rankers.items():
+                rows[name].append(one_query(rank, meter, q, passages))
+            print(f"  query {i + 1}/{len(queries)}: " + ", ".join(
+                f"{name} {rows[name][-1]['ndcg5']:.2f} in {rows[name][-1]['seconds']:.1f} s" for name in rankers),
+                flush=True)
+    print("| reranker | nDCG@5 | hit@1 | tokens / query | calls / query | p50 / query | nodes kept | failed |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, got in rows.items():
+        info["results"][name] = summary(got)
+        print(line(name, info["results"][name]), flush=True)
     info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     return info
+
+
+def one_query(rank: Any, meter: Meter, q: dict[str, Any], passages: dict[str, str]) -> dict[str, Any]:
+    """One contender on one query: its list, scored, with what it cost on the wire."""
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    nodes = [NodeWithScore(node=TextNode(text=passages[p], id_=p), score=s) for p, s in q["candidates"]]
+    before, t0, failed = meter.snapshot(), time.perf_counter(), ""
+    try:
+        ranked = [n.node.node_id for n in rank(nodes, query_str=q["query"])]
+    except Exception as exc:  # noqa: BLE001 - a contender's failure is a result here
+        failed, ranked = f"{type(exc).__name__}: {exc}"[:200], [n.node.node_id for n in nodes[:TOP_N]]
+    seconds, after = time.perf_counter() - t0, meter.snapshot()
+    return {"ndcg5": ndcg_at(ranked, q["relevant"]), "hit1": bool(ranked) and q["relevant"].get(ranked[0]) == 2,
+            "returned": len(ranked), "seconds": seconds, "calls": after[0] - before[0],
+            "prompt": after[1] - before[1], "completion": after[2] - before[2], "computed": after[3] - before[3],
+            "failed": failed}
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -167,8 +179,6 @@ def main() -> None:
     parser.add_argument("--only", action="append", help="run only these contenders (none, LLMRerank, JevRerank)")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
-    print("| reranker | nDCG@5 | hit@1 | tokens / query | calls / query | p50 / query | nodes kept | failed |")
-    print("|---|---|---|---|---|---|---|---|")
     info = run(args.model, args.limit, args.mode or ["noul", "score"], args.concurrency, args.only)
     print(f"load average {info['loadavg_start']} -> {info['loadavg_end']} on {info['cpus']} CPUs")
     if args.out:
