@@ -2,15 +2,33 @@
 
     bash scripts/demo.sh            # or: python examples/quickstart.py
 
-With no OPENAI_API_KEY it runs on the embedded local model; set OPENAI_API_KEY (and optionally
-OPENAI_BASE_URL, JEV_MODEL) to use your provider instead.
+With no OPENAI_API_KEY it runs on the embedded local model (Qwen2.5-Coder-0.5B) with the settings
+the docs recommend for it: an example for every option of every question (docs/quality.md), the
+model's lean divided out (``debias="auto"``) and its shipped calibration. Set OPENAI_API_KEY (and
+optionally OPENAI_BASE_URL, JEV_MODEL) to use your provider instead.
+
+It prints a line at every step: starting the model, measuring its lean (``client.prepare``, once;
+the embedded model's priors are cached in ~/.cache/jev/memory.json, so a second run asks none),
+and each ticket, every answer with how sure the engine is.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+STARTED = time.monotonic()
+
+
+def say(line: str = "") -> None:
+    print(line, flush=True)
+
+
+say("jev demo: 5 support tickets, three questions each (which team, how urgent, is it spam)")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _backend import backend  # noqa: E402
@@ -25,6 +43,8 @@ TICKETS = [
     "Our whole company is locked out: every login returns error 500. We cannot work.",
 ]
 
+# One worked example for every option of every question: the setting docs/quality.md measured best
+# on the embedded 0.5B model (routing 86% with four examples against 61% zero-shot).
 QUESTIONS = {
     "team": Choice(
         instructions="Which team should handle this support ticket?",
@@ -43,6 +63,8 @@ QUESTIONS = {
         instructions="How urgent is this ticket?",
         criteria=["can wait", "within a few days", "today", "right now: people cannot work"],
         examples=[Example(state="Could you add a dark mode some day?", answer=0),
+                  Example(state="Please send me last year's invoices when you can.", answer=1),
+                  Example(state="My card was declined and my plan ends tonight.", answer=2),
                   Example(state="Nobody in our office can open the app; all work has stopped.", answer=3)],
     ),
     "spam": Noul(
@@ -50,31 +72,73 @@ QUESTIONS = {
         examples=[Example(state="You won a FREE prize, click this link!", answer=True),
                   Example(state="Please update the billing address on my account.", answer=False),
                   Example(state="Cheap luxury watches, 90% off today only!!! Visit our site.", answer=True),
-                  Example(state="The app logs me out every few minutes.", answer=False)],
+                  Example(state="We would like a demo of your product for our team.", answer=False)],
     ),
 }
 
 
-def bar(p: float, width: int = 20) -> str:
-    return "#" * round(p * width) + "." * (width - round(p * width))
+@contextmanager
+def ticking(what: str, every: float = 5.0) -> Iterator[None]:
+    """Print a line every few seconds while a step runs, so the screen never goes quiet."""
+    done = threading.Event()
+    start = time.monotonic()
+
+    def tick() -> None:
+        while not done.wait(every):
+            say(f"  ... {what}, {time.monotonic() - start:.0f} s")
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def sure(p: float, gate: float | None) -> str:
+    """How sure, in words: at or above the gate the model's calibration recommends (docs/quality.md)."""
+    if gate is None:
+        return "no tested gate on this model"
+    return f"sure (p >= {gate:.2f})" if p >= gate else f"unsure (p < {gate:.2f}): check it"
 
 
 def main() -> None:
     with backend() as (client, model, where):
-        print(f"Deciding {len(TICKETS)} tickets with {where}\n")
-        engine = SystemOneClient(client, model=model, labels="names")
-        for ticket in TICKETS:
-            resp = engine.system_one(ticket, QUESTIONS)
+        say(f"measuring the model's lean on each question ({where}; debias: one call per example, "
+            "once, then read from the cache) ...")
+        engine = SystemOneClient(client, model=model)
+        cal = engine.calibrator
+
+        def gate(qid: str, kind: str) -> float | None:
+            return cal.threshold(cal.key_for(qid, kind, examples=True)) if cal is not None else None
+
+        for qid, question in QUESTIONS.items():
+            with ticking(f"measuring {qid}"):
+                prep = engine.prepare({qid: question})
+            cached = " (from the cache)" if prep.prior_calls == 0 else ""
+            say(f"  {qid:<8} {prep.calls} calls, {prep.prior_calls} for its lean{cached}, {prep.seconds:.1f} s")
+        say()
+        for n, ticket in enumerate(TICKETS, 1):
+            say(f"ticket {n}/{len(TICKETS)}: {ticket}")
+            with ticking("deciding"):
+                resp = engine.system_one(ticket, QUESTIONS)
             team, urgency, spam = resp.answers["team"], resp.answers["urgency"], resp.answers["spam"]
-            print(f"> {ticket}")
-            print(f"  team     {team.choice:<10} confidence {team.confidence:.2f}")
-            for key, p in team.probabilities.items():
-                print(f"           {key:<10} {bar(p)} {p:.2f}")
-            print(f"  urgency  {urgency.score:.2f} of 3 ({urgency.legend[str(round(urgency.score))]}), "
-                  f"confidence {urgency.confidence:.2f}")
-            print(f"  spam     P(true) = {spam.noul:.2f}")
-            print(f"  cost     {resp.usage.n_calls} calls, {resp.usage.output_tokens} output tokens, "
-                  f"{resp.usage.latency_ms:.0f} ms ({', '.join(sorted(set(resp.debug['methods'].values())))})\n")
+            p_team = team.probabilities[team.choice]
+            others = ", ".join(f"{k} {p:.2f}" for k, p in team.probabilities.items() if k != team.choice)
+            say(f"  team     {team.choice:<10} p {p_team:.2f} ({others}) - {sure(p_team, gate('team', 'choice'))}")
+            level = max(urgency.probabilities, key=urgency.probabilities.get)
+            p_level = urgency.probabilities[level]
+            say(f"  urgency  {urgency.legend[level]!r:<32} p {p_level:.2f} (expected level {urgency.score:.1f} of 3)"
+                f" - {sure(p_level, gate('urgency', 'score'))}")
+            p_spam = max(spam.noul, 1 - spam.noul)
+            say(f"  spam     {'yes' if spam.noul >= 0.5 else 'no':<10} P(spam) {spam.noul:.2f}"
+                f" - {sure(p_spam, gate('spam', 'noul'))}")
+            say(f"  cost     {resp.usage.n_calls} calls, {resp.usage.output_tokens} output tokens, "
+                f"{resp.usage.latency_ms / 1000:.1f} s\n")
+        say(f"done in {time.monotonic() - STARTED:.0f} s. p: the engine's probability for its answer (calibrated "
+            "where the model ships a calibration);\nsure / unsure: at or above / below the gate its calibration recommends "
+            "(docs/quality.md); no tested gate: the bench found none it could promise.")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
 """Decide a backlog on Ray: a Dataset of states through ``map_batches``, one engine client per actor.
 
-    pip install 'jev-integrations[ray,local]'
+    pip install -e '.[ray,local]'     # from a checkout
     python examples/ray_batch.py                                   # the embedded model, a local Ray
     python examples/ray_batch.py --backend-url http://vllm:8000/v1 --model Qwen/Qwen2.5-7B-Instruct
     RAY_ADDRESS=auto python examples/ray_batch.py --backend-url ... # an existing cluster (docs/batch.md)
 
 ``Decider`` is a callable class: Ray builds it once per actor, so each actor holds one
-``SystemOneClient`` (and one HTTP connection pool) for its life and learns its backend once; each
-batch of rows is decided with the engine's batch API at ``concurrency`` items in flight.
+``SystemOneClient`` (and one HTTP connection pool) for its life; each batch of rows is decided with
+the engine's batch API at ``concurrency`` items in flight. The driver pays the one-time costs once
+(``client.prepare``) and hands every actor the same memory (``Memory.to_json()``, numbers and
+fingerprints only), so no actor measures the backend again.
 """
 
 from __future__ import annotations
@@ -32,14 +34,11 @@ QUESTIONS: dict[str, Any] = {
 class Decider:
     """One engine client per actor; ``__call__`` decides a batch of rows ``{"id", "state"}``."""
 
-    def __init__(self, base_url: str, model: str, questions: dict[str, Any], concurrency: int = 4) -> None:
-        import openai
+    def __init__(self, base_url: str, model: str, questions: dict[str, Any], concurrency: int = 4,
+                 memory: dict[str, Any] | None = None) -> None:
+        from jev_shared import Memory
 
-        from jev_shared import SystemOneClient
-
-        key = os.environ.get("JEV_BACKEND_API_KEY") or os.environ.get("OPENAI_API_KEY") or "unused"
-        self.client = SystemOneClient(openai.OpenAI(base_url=base_url, api_key=key), model=model,
-                                      api="chat_completions")
+        self.client = engine_client(base_url, model, Memory.from_json(memory) if memory else Memory())
         self.questions, self.concurrency = questions, concurrency
         self.actor = f"{os.getpid()}-{id(self):x}"
         self.batches = 0
@@ -57,14 +56,30 @@ class Decider:
                 "actor": [self.actor] * len(lines), "actor_batch": [self.batches] * len(lines)}
 
 
+def engine_client(base_url: str, model: str, memory: Any) -> Any:
+    """The same client on the driver and in every actor (the memory is keyed by where it points)."""
+    import openai
+
+    from jev_shared import SystemOneClient
+
+    key = os.environ.get("JEV_BACKEND_API_KEY") or os.environ.get("OPENAI_API_KEY") or "unused"
+    return SystemOneClient(openai.OpenAI(base_url=base_url, api_key=key), model=model, api="chat_completions",
+                           memory=memory)
+
+
 def run(rows: list[dict[str, Any]], base_url: str, model: str, *, actors: int = 2, batch_size: int = 8,
         concurrency: int = 4, questions: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """``rows`` decided on the Ray cluster ``ray.init()`` finds (a local one when there is none)."""
     import ray
 
+    from jev_shared import Memory
+
+    questions = questions or QUESTIONS
+    driver = engine_client(base_url, model, Memory())
+    print(driver.prepare(questions), file=sys.stderr)  # once, here, instead of once per actor
     ds = ray.data.from_items(rows).map_batches(
-        Decider, fn_constructor_kwargs={"base_url": base_url, "model": model, "questions": questions or QUESTIONS,
-                                        "concurrency": concurrency},
+        Decider, fn_constructor_kwargs={"base_url": base_url, "model": model, "questions": questions,
+                                        "concurrency": concurrency, "memory": driver.memory.to_json()},
         batch_size=batch_size, concurrency=actors, num_cpus=0.5, batch_format="numpy")
     return ds.take_all()
 

@@ -12,7 +12,11 @@ The doors take a ``SystemOneClient``, an ``AsyncSystemOneClient``, a LangChain c
 ``BaseDecisionModel``. ``JevToolGuardMiddleware`` needs the ``langchain`` package and is imported on first use.
 """
 
+import importlib.util
 from typing import Any
+
+if importlib.util.find_spec("langchain_core") is None:  # one actionable line instead of a traceback from deep inside
+    raise ImportError("jev_langchain needs langchain-core: pip install -e '.[langchain]' from a checkout")
 
 from .chat_model import (
     AsyncChatModelClient,

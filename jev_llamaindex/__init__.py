@@ -5,6 +5,11 @@
     engine = RouterQueryEngine(selector=selector, query_engine_tools=tools)
 """
 
+import importlib.util
+
+if importlib.util.find_spec("llama_index") is None or importlib.util.find_spec("llama_index.core") is None:
+    raise ImportError("jev_llamaindex needs llama-index-core: pip install -e '.[llamaindex]' 'openai<3' from a checkout")
+
 from .llm import AsyncLlamaIndexLLMClient, LlamaIndexLLMClient, chat_response_to_dict, system_one_clients
 from .postprocessor import JevRelevanceFilter
 from .rerank import JevRerank

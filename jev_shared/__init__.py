@@ -1,7 +1,6 @@
 """jev_shared: typed decisions (choice, score, noul) as probability distributions from any chat model."""
 
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse, Usage, answer_confidence
-from .batch import BatchResult, BatchTotals, ItemResult, adecide_batch, astream_batch, decide_batch, stream_batch
 from .client import AsyncSystemOneClient, SystemOneClient
 from .errors import (
     ClientCapabilityError,
@@ -15,8 +14,11 @@ from .errors import (
     ModelRefusalError,
     ProviderError,
     UnsupportedMethodError,
+    wire_error,
 )
+from .memory import Memory, MemoryFileWarning
 from .pair import ClientPair
+from .preparation import Preparation
 from .questions import MAX_CHOICE_OPTIONS, MAX_SINGLE_TOKEN_LABELS, TOKEN_METHODS, Choice, Example, Noul, Score
 
 __all__ = [
@@ -24,7 +26,20 @@ __all__ = [
     "ChoiceAnswer", "ScoreAnswer", "NoulAnswer", "Answer", "SystemOneResponse", "Usage", "answer_confidence",
     "JevError", "InvalidQuestionError", "UnsupportedMethodError", "ClientCapabilityError", "LabelReadoutError",
     "MalformedAnswerError", "ModelRefusalError", "IncompleteAnswerError", "ProviderError", "DecisionTimeoutError",
-    "FieldRefusedError", "MAX_SINGLE_TOKEN_LABELS", "MAX_CHOICE_OPTIONS", "TOKEN_METHODS", "ClientPair",
+    "FieldRefusedError", "wire_error", "MAX_SINGLE_TOKEN_LABELS", "MAX_CHOICE_OPTIONS", "TOKEN_METHODS", "ClientPair",
+    "Memory", "MemoryFileWarning", "Preparation",
     "decide_batch", "adecide_batch", "stream_batch", "astream_batch", "BatchResult", "BatchTotals", "ItemResult",
 ]
 __version__ = "0.1.0"
+
+#: Re-exported from the batch package above the engine, loaded on first use (the engine never imports it).
+_BATCH_NAMES = frozenset({"decide_batch", "adecide_batch", "stream_batch", "astream_batch", "BatchResult",
+                          "BatchTotals", "ItemResult"})
+
+
+def __getattr__(name: str) -> object:
+    if name in _BATCH_NAMES:
+        import importlib
+
+        return getattr(importlib.import_module("jev_shared.batch"), name)
+    raise AttributeError(f"module 'jev_shared' has no attribute {name!r}")

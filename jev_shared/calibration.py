@@ -43,6 +43,7 @@ from .calibration_fit import (
     rescale_top,
     temper,
 )
+from .models import canonical
 
 THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 GLOBAL = "*"
@@ -322,8 +323,8 @@ SHIPPED = Path(__file__).resolve().parent / "calibrations"
 
 
 def shipped(model: str) -> Calibrator | None:
-    """The calibration shipped for ``model`` (the embedded default has one), or None."""
-    path = SHIPPED / f"{model}.json"
+    """The calibration shipped for ``model`` (the embedded default has one, in any spelling of its name), or None."""
+    path = SHIPPED / f"{canonical(model)}.json"
     return Calibrator.load(path) if path.is_file() else None
 
 

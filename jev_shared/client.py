@@ -7,13 +7,14 @@ refused, one flow per question built), run by the sync or async driver, and fini
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import inspect
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from . import calibration, drive, transport
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse
@@ -24,12 +25,27 @@ from .flows import Ask, answer
 from .hosted import hosted_flow, refuse_llm_options, systemone_client
 from .labels import token_checked_aliases
 from .layout import choose_layout
-from .memory import Memory
+from .memory import Memory, backend_fingerprint
 from .methods import TOKEN_READOUT
+from .models import debias_by_default
 from .options import Examples, Options, check_timeout
+from .preparation import PREPARE_STATE, Preparation, preview_calls
 from .questions import Choice, Noul, Prepared, Score, prepare_questions
 from .record import Record, assemble, hosted_records
 from .surfaces import MESSAGES, RESPONSES, SURFACE_PATHS, has_path, speaks
+
+
+class CallOptions(TypedDict, total=False):
+    """What one call may set beside its state and questions (each checked, then for this call only)."""
+
+    method: str
+    mode: str
+    labels: str
+    examples: Any
+    timeout: float
+    layout: str
+    top_logprobs: int
+    max_concurrency: int
 
 
 @dataclass
@@ -61,7 +77,7 @@ class _ClientCore:
         layout: str = "auto", labels: str = "names", missing: str = "zero", examples: Examples = None,
         strict_labels: bool = False, debias: bool | str = "auto", normalize_probabilities: bool = True,
         structured_outputs: bool = True, max_retries: int = 3, timeout: float | None = None, debug: bool = False,
-        calibrator: Calibrator | str | None = "auto",
+        calibrator: Calibrator | str | None = "auto", memory: Memory | None = None,
     ) -> None:
         self.options = Options(
             model=model, method=method, mode=mode, auto_threshold=auto_threshold, api=api, confidence=confidence,
@@ -70,8 +86,8 @@ class _ClientCore:
             examples=examples, strict_labels=strict_labels, debias=debias,
             normalize_probabilities=normalize_probabilities, structured_outputs=structured_outputs,
             max_retries=max_retries, timeout=timeout, debug=debug)
-        if self.options.debias == "auto" and getattr(client, "jev_debias_zero_shot", None) is not True:
-            self.options = dataclasses.replace(self.options, debias=False)  # measured only where the client says
+        if self.options.debias == "auto" and not debias_by_default(model):  # the model's default, whoever built
+            self.options = dataclasses.replace(self.options, debias=False)  # the client (models.py)
         if client is None and api == "systemone":
             client = systemone_client()
         self._speaks = speaks(client)
@@ -85,7 +101,10 @@ class _ClientCore:
         self.calibrator = None if self.options.hosted else calibration.resolve(calibrator, model)
         #: The transport's retry and backoff (tests and tools may tune it).
         self.retry_policy = self.options.retry_policy
-        self._memory = Memory()
+        #: What this client learns (and what it was given): shareable, saved by ``Memory`` itself. By default
+        #: a LocalServer client uses the per-user cache (``Memory.user_cache()``), any other a fresh one.
+        self.memory = memory if memory is not None else _default_memory(client)
+        self._memory = self.memory.for_backend(backend_fingerprint(client))
 
     # the settings integrations and tools read; the full set is ``options``
     model = property(lambda self: self.options.model)
@@ -97,15 +116,25 @@ class _ClientCore:
     timeout = property(lambda self: self.options.timeout)
     debug = property(lambda self: self.options.debug)
 
-    def _plan(self, state: Any, questions: Mapping[str, Any], *, method: str | None, mode: str | None,
-              labels: str | None, examples: Any, timeout: float | None, debug: bool | None) -> _Plan:
-        """Everything checked before any request: options, state, questions, and what the surface can carry."""
-        opts = self.options.for_call(method, mode, labels)
+    def _checked(self, state: Any, questions: Mapping[str, Any], *, method: str | None = None,
+                 mode: str | None = None, labels: str | None = None, examples: Any = None,
+                 timeout: float | None = None, layout: str | None = None, top_logprobs: int | None = None,
+                 max_concurrency: int | None = None) -> tuple[Options, list[Prepared]]:
+        """This call's options and prepared questions: everything validated before any request."""
+        opts = self.options.for_call(method, mode, labels, layout=layout, top_logprobs=top_logprobs,
+                                     max_concurrency=max_concurrency)
         check_timeout(timeout, InvalidQuestionError)
         preps = prepare_questions(state, questions, opts.method, opts.examples, examples, opts.labels)
         self._refuse_what_the_surface_cannot_carry(opts, examples)
+        return opts, preps
+
+    def _plan(self, state: Any, questions: Mapping[str, Any], *, debug: bool | None = None,
+              **options: Any) -> _Plan:
+        """Everything checked before any request, then one flow per question (or one hosted flow)."""
+        opts, preps = self._checked(state, questions, **options)
         preps = self._token_checked(preps, opts)
         debug = opts.debug if debug is None else debug
+        timeout = options.get("timeout")
         budget = Budget.of(opts.timeout if timeout is None else timeout)
         records = [Record(debug) for _ in preps]
         if opts.hosted:
@@ -115,6 +144,17 @@ class _ClientCore:
         flows = [answer(Ask(p, state, opts, self._memory, self._speaks, r)) for p, r in zip(preps, records)]
         scout = self._memory.needs_scout(opts.model, opts.api, self._speaks, len(preps))
         return _Plan(preps, flows, records, scout, budget, time.perf_counter(), debug, concurrency, why)
+
+    def check(self, questions: Mapping[str, Any], *, state: Any = None, **options: Unpack[CallOptions]) -> None:
+        """Raise what :meth:`system_one` would raise before sending anything (no I/O): the questions, the
+        state when given, the per-call options, and what the surface cannot carry."""
+        self._checked(PREPARE_STATE if state is None else state, questions, **options)
+
+    def preview(self, state: Any, questions: Mapping[str, Any], **options: Unpack[CallOptions]) -> list[dict[str, Any]]:
+        """The first request each question would send, and its input tokens where the server can count
+        them (the only I/O: the server's own tokenizer, where the client carries one; no decision call)."""
+        plan = self._plan(state, questions, debug=False, **options)
+        return preview_calls(plan.preps, plan.flows, self._tokenize)
 
     def _token_checked(self, preps: list[Prepared], opts: Options) -> list[Prepared]:
         """Choice names the server's tokenizer does not tell apart at the first token get answer words
@@ -186,16 +226,29 @@ class SystemOneClient(_ClientCore):
     >>> client.system_one(state="...", questions={"team": Choice(instructions="...", criteria={...})})
     """
 
-    def system_one(self, state: Any, questions: Mapping[str, Any], *, method: str | None = None,
-                   mode: str | None = None, labels: str | None = None, examples: Any = None,
-                   timeout: float | None = None, debug: bool | None = None) -> SystemOneResponse:
-        """Answer every question about ``state``; answers keep question order."""
-        plan = self._plan(state, questions, method=method, mode=mode, labels=labels, examples=examples,
-                          timeout=timeout, debug=debug)
+    def system_one(self, state: Any, questions: Mapping[str, Any], *, debug: bool | None = None,
+                   **options: Unpack[CallOptions]) -> SystemOneResponse:
+        """Answer every question about ``state``; answers keep question order. ``options`` (method, mode,
+        labels, examples, timeout, layout, top_logprobs, max_concurrency) set this call only."""
+        plan = self._plan(state, questions, debug=debug, **options)
         send = partial(transport.send, self.client, policy=self.retry_policy, budget=plan.budget)
         jobs = [partial(drive.drive, flow, send) for flow in plan.flows]
-        return self._finish(plan, drive.run_threads(jobs, scout=plan.scout, budget=plan.budget,
-                                                    max_concurrency=plan.concurrency))
+        try:
+            return self._finish(plan, drive.run_threads(jobs, scout=plan.scout, budget=plan.budget,
+                                                        max_concurrency=plan.concurrency))
+        finally:
+            self.memory.flush()
+
+    def prepare(self, questions: Mapping[str, Any], *, state: Any = None,
+                **options: Unpack[CallOptions]) -> Preparation:
+        """Pay every one-time cost now (surface and method discovery, tokenizer aliases, debias priors),
+        not in a user's first request: one decision about ``state`` (default: a content-free one)."""
+        if self.options.hosted:
+            self.check(questions, state=state, **options)
+            return Preparation.nothing(questions)
+        started = time.perf_counter()
+        resp = self.system_one(PREPARE_STATE if state is None else state, questions, **options)
+        return Preparation.of(resp, time.perf_counter() - started)
 
     def choice(self, state: Any, instructions: str, criteria: Mapping[str, str], **kw: Any) -> ChoiceAnswer:
         return _only(self.system_one(state, *_single("choice", instructions, criteria), **kw))  # type: ignore[return-value]
@@ -210,18 +263,28 @@ class SystemOneClient(_ClientCore):
 class AsyncSystemOneClient(_ClientCore):
     """The async twin of :class:`SystemOneClient`, over an async client (``openai.AsyncOpenAI``)."""
 
-    async def system_one(self, state: Any, questions: Mapping[str, Any], *, method: str | None = None,
-                         mode: str | None = None, labels: str | None = None, examples: Any = None,
-                         timeout: float | None = None, debug: bool | None = None) -> SystemOneResponse:
-        """Answer every question about ``state``; answers keep question order."""
-        import asyncio
-
-        plan = self._plan(state, questions, method=method, mode=mode, labels=labels, examples=examples,
-                          timeout=timeout, debug=debug)
+    async def system_one(self, state: Any, questions: Mapping[str, Any], *, debug: bool | None = None,
+                         **options: Unpack[CallOptions]) -> SystemOneResponse:
+        """Answer every question about ``state``; answers keep question order (options as the sync twin's)."""
+        plan = self._plan(state, questions, debug=debug, **options)
         sem = asyncio.Semaphore(plan.concurrency)
         send = partial(transport.asend, self.client, policy=self.retry_policy, budget=plan.budget)
         jobs = [partial(drive.adrive, flow, send, sem) for flow in plan.flows]
-        return self._finish(plan, await drive.run_tasks(jobs, scout=plan.scout, budget=plan.budget))
+        try:
+            return self._finish(plan, await drive.run_tasks(jobs, scout=plan.scout, budget=plan.budget))
+        finally:
+            if self.memory.dirty and self.memory.path is not None:
+                await asyncio.to_thread(self.memory.flush)  # a file write stays off the event loop
+
+    async def aprepare(self, questions: Mapping[str, Any], *, state: Any = None,
+                       **options: Unpack[CallOptions]) -> Preparation:
+        """:meth:`SystemOneClient.prepare` for the async client."""
+        if self.options.hosted:
+            self.check(questions, state=state, **options)
+            return Preparation.nothing(questions)
+        started = time.perf_counter()
+        resp = await self.system_one(PREPARE_STATE if state is None else state, questions, **options)
+        return Preparation.of(resp, time.perf_counter() - started)
 
     async def choice(self, state: Any, instructions: str, criteria: Mapping[str, str], **kw: Any) -> ChoiceAnswer:
         return _only(await self.system_one(state, *_single("choice", instructions, criteria), **kw))  # type: ignore[return-value]
@@ -246,6 +309,11 @@ def _single(kind: str, instructions: str, criteria: Any) -> tuple[dict[str, Any]
 
 def _only(resp: SystemOneResponse) -> Answer:
     return next(iter(resp.answers.values()))
+
+
+def _default_memory(client: Any) -> Memory:
+    """The per-user cache for a client that asks for it (LocalServer's), else a memory of its own."""
+    return Memory.user_cache() if getattr(client, "jev_user_cache", None) is True else Memory()
 
 
 def _check_client(client: Any, api: str, spoken: tuple[str, ...]) -> None:

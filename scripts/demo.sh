@@ -2,5 +2,6 @@
 # The main job: decide a handful of support tickets. Sets itself up on first run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "jev demo: setting up (a fresh checkout installs .venv first) ..."
 source scripts/env.sh .venv dev,local,qwen,langchain
 exec python examples/quickstart.py "$@"

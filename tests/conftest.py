@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+# Every test starts with an empty memory: what one test's LocalServer client learns (priors, surfaces)
+# must not reach another's through the per-user cache file. Tests of the cache point it at a temp file.
+os.environ["JEV_NO_CACHE"] = "1"
+
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
+
+
+def pytest_configure(config):
+    # the suite's slowest tests (scripts/test.sh prints the ten slowest): `-m "not slow"` for a quick loop
+    config.addinivalue_line("markers", "slow: takes seconds (a subprocess, or a real model generating); "
+                                       "scripts/test.sh runs it, -m 'not slow' skips it")
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from jev_shared import Choice, Noul, Score
 from jev_shared.answers import build_answer, entropy_confidence, peak_confidence
 from jev_shared.questions import prepare_question
 from jev_shared.readout import read_labels
-from tests.fakes import window
+from tests.helpers.replies import chat_logprobs as window
 
 TEAM = Choice(instructions="team", criteria={"billing": "", "technical": "", "sales": ""})
 

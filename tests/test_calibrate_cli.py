@@ -10,6 +10,7 @@ import pytest
 from jev_shared import Choice, SystemOneClient
 from jev_shared.calibration import Calibrator, Record, shipped
 from jev_shared.cli import main
+from tests.helpers import provider, windows
 
 TEAM = Choice(instructions="Which team?", criteria={"billing": "", "technical": "", "sales": ""})
 
@@ -46,16 +47,9 @@ def test_jev_calibrate_refuses_too_few_lines(tmp_path, capsys):
     assert "at least 4" in capsys.readouterr().err
 
 
-class Window:
-    def __init__(self):
-        self.chat = self
-        self.completions = self
-
-    def create(self, **kw):
-        top = [{"token": "billing", "logprob": -0.05}, {"token": "sales", "logprob": -3.0}]
-        return {"choices": [{"message": {"content": "billing"}, "finish_reason": "length",
-                             "logprobs": {"content": [{"token": "billing", "logprob": -0.05, "top_logprobs": top}]}}],
-                "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
+def Window():  # noqa: N802 - read as the double it is
+    """The real openai client answering billing far ahead of sales, every time."""
+    return provider(windows([("billing", -0.05), ("sales", -3.0)], usage=(5, 1)))
 
 
 def test_a_calibrator_on_the_client_reaches_every_answer():

@@ -1,7 +1,8 @@
 """Engine decisions that need an exact logprob window, which no real model can be made to produce.
 
-The stand-in client returns a fixed Chat Completions reply; everything else (prompt, method,
-surface, transport, readout) is the real engine.
+The provider double (``tests.helpers``) is the real openai client whose every reply carries a fixed
+window; everything else (prompt, method, surface, transport, SDK, readout) is real, and each test
+reads the requests off the wire (``client.wire``: the JSON bodies as sent, extra_body merged in).
 """
 
 from __future__ import annotations
@@ -11,27 +12,15 @@ import math
 import pytest
 
 from jev_shared import Choice, SystemOneClient
+from tests.helpers import aprovider, fails, provider, windows
+from tests.helpers import replies as r
 
 TEAM = Choice(instructions="Which team?", criteria={"billing": "", "technical": "", "sales": ""})
 
 
-class FixedWindow:
-    """Answers every call with the given (token, logprob) windows, one per call, the last repeated."""
-
-    def __init__(self, *windows: list[tuple[str, float]]):
-        self.windows = list(windows)
-        self.chat = self
-        self.completions = self
-        self.requests: list[dict] = []
-
-    def create(self, **kw):
-        self.requests.append(kw)
-        pairs = self.windows.pop(0) if len(self.windows) > 1 else self.windows[0]
-        top = [{"token": t, "logprob": lp} for t, lp in pairs]
-        return {"choices": [{"message": {"content": pairs[0][0]}, "finish_reason": "length",
-                             "logprobs": {"content": [{"token": pairs[0][0], "logprob": pairs[0][1],
-                                                       "top_logprobs": top}]}}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 1}}
+def FixedWindow(*windows_: list[tuple[str, float]], **attrs):  # noqa: N802 - read as the double it is
+    """The real openai client answering each call with the next (token, logprob) window, the last repeated."""
+    return provider(windows(*windows_), **attrs)
 
 
 def test_a_missing_name_is_floored_not_read_as_zero():
@@ -49,11 +38,10 @@ def test_a_shared_prefix_is_read_on_by_a_continuation_call():
     resp = SystemOneClient(fake, model="m", labels="names").system_one("x", {"q": q})
     answer = resp.answers["q"]
     assert answer.choice == "bills" and resp.usage.n_calls == 2
-    assert fake.requests[1]["messages"][-1] == {"role": "assistant", "content": "bill"}
-    assert fake.requests[1]["extra_body"].items() >= {"continue_final_message": True,
-                                                      "add_generation_prompt": False}.items()
-    assert "continue_final_message" not in fake.requests[0]["extra_body"]
-    assert fake.requests[1]["max_tokens"] == 1
+    assert fake.wire[1]["messages"][-1] == {"role": "assistant", "content": "bill"}
+    assert fake.wire[1].body.items() >= {"continue_final_message": True, "add_generation_prompt": False}.items()
+    assert "continue_final_message" not in fake.wire[0]
+    assert fake.wire[1]["max_tokens"] == 1
     ratio = math.exp(-0.2) / math.exp(-2.0)  # P(bill)·P(s|bill) against P(bill)·P(ing|bill)
     assert math.isclose(answer.probabilities["bills"] / answer.probabilities["billing"], ratio, rel_tol=1e-6)
     assert math.isclose(sum(answer.probabilities.values()), 1.0)
@@ -65,7 +53,7 @@ def test_names_sharing_a_first_word_are_answered_by_what_differs():
     fake = FixedWindow([("cancel", -0.1), ("status", -2.5), ("ref", -3.0)])
     resp = SystemOneClient(fake, model="m", labels="names").system_one("x", {"q": q})
     assert resp.answers["q"].choice == "order_cancel" and resp.usage.n_calls == 1
-    system = fake.requests[0]["messages"][0]["content"]
+    system = fake.wire[0]["messages"][0]["content"]
     assert "status: Where is my order" in system and "cancel: Cancel it" in system and "order_status" not in system
     assert resp.answers["q"].probabilities["refund"] > 0
 
@@ -79,7 +67,7 @@ def test_forty_options_are_read_by_name_in_one_token():
     resp = SystemOneClient(fake, model="m").system_one("x", {"q": q})
     answer = resp.answers["q"]
     assert answer.choice == "mint" and resp.usage.n_calls == 1 and len(answer.probabilities) == 40
-    assert resp.method_of("q") == "logprobs" and fake.requests[0]["max_tokens"] == 1
+    assert resp.method_of("q") == "logprobs" and fake.wire[0]["max_tokens"] == 1
 
 
 def test_letters_keep_missing_labels_at_zero():
@@ -94,33 +82,28 @@ def test_strict_labels_retry_once_with_the_reason():
     resp = SystemOneClient(fake, model="m", strict_labels=True).system_one("x", {"team": TEAM})
     assert resp.usage.n_calls == 2 and resp.answers["team"].choice == "billing"
     assert "is not one of the labels" in resp.debug["retry_reasons"]["team"][0]
-    assert "Your previous reply was invalid" in fake.requests[1]["messages"][-1]["content"]
+    assert "Your previous reply was invalid" in fake.wire[1]["messages"][-1]["content"]
 
 
 def test_request_fields_for_a_token_method():
     fake = FixedWindow([("A", -0.1), ("B", -2.0)])
     SystemOneClient(fake, model="m", method="logprobs", top_logprobs=7).system_one("x", {"team": TEAM})
-    kw = fake.requests[0]
+    kw = fake.wire[0]
     assert kw["temperature"] == 0 and kw["logprobs"] is True and kw["top_logprobs"] == 7 and kw["max_tokens"] == 1
-    assert kw["extra_body"]["chat_template_kwargs"] == {"enable_thinking": False}
+    assert kw["chat_template_kwargs"] == {"enable_thinking": False}  # extra_body, as it reaches the server
     fake = FixedWindow([("A", -0.1), ("B", -2.0)])
     SystemOneClient(fake, model="m", method="logprobs", thinking=True).system_one("x", {"team": TEAM})
-    assert "max_tokens" not in fake.requests[0] and "extra_body" not in fake.requests[0]
+    assert "max_tokens" not in fake.wire[0] and "chat_template_kwargs" not in fake.wire[0]
+    assert set(fake.wire[0].body) <= {"model", "messages", "temperature", "logprobs", "top_logprobs"}  # no extra_body
 
 
 @pytest.mark.parametrize("thinking", [None, True, False])
 def test_system2_sends_the_reasoning_switch_only_when_thinking_is_false(thinking):
-    class Ratings(FixedWindow):
-        def create(self, **kw):
-            self.requests.append(kw)
-            return {"choices": [{"message": {"content": '{"billing": 7, "technical": 2, "sales": 1}'},
-                                 "finish_reason": "stop", "logprobs": None}]}
-
-    fake = Ratings([("x", 0.0)])
+    fake = provider(r.chat('{"billing": 7, "technical": 2, "sales": 1}'))
     resp = SystemOneClient(fake, model="m", mode="system2", thinking=thinking).system_one("x", {"team": TEAM})
     assert resp.answers["team"].probabilities["billing"] == pytest.approx(0.7)
-    assert ("reasoning_effort" in fake.requests[0]) is (thinking is False)
-    assert "max_tokens" not in fake.requests[0]
+    assert ("reasoning_effort" in fake.wire[0]) is (thinking is False)
+    assert "max_tokens" not in fake.wire[0]
 
 
 def test_debias_divides_by_the_content_free_answer_and_remembers_it():
@@ -130,7 +113,7 @@ def test_debias_divides_by_the_content_free_answer_and_remembers_it():
     client = SystemOneClient(fake, model="m", debias=True, api="chat_completions")
     resp = client.system_one("my app crashes", {"team": TEAM})
     assert resp.usage.n_calls == 4
-    assert [r["messages"][-1]["content"].split("<state>\n")[1] for r in fake.requests[1:]] == [
+    assert [r["messages"][-1]["content"].split("<state>\n")[1] for r in fake.wire[1:]] == [
         "N/A", "", "[MASK]"]
     z_real = sum(math.exp(lp) for _, lp in real)
     z_empty = sum(math.exp(lp) for _, lp in empty)
@@ -147,26 +130,12 @@ def test_debias_must_be_a_bool():
         SystemOneClient(FixedWindow([("A", 0.0)]), model="m", debias="yes")
 
 
-class _Refuses:
-    """Speaks Responses and Chat Completions and refuses every request (HTTP 400, not retried)."""
-
-    class BadRequest(Exception):
-        status_code = 400
-
-    def __init__(self):
-        self.calls = 0
-        self.chat = self.completions = self.responses = self
-
-    def create(self, **kw):
-        self.calls += 1
-        raise self.BadRequest("bad request")
-
-
 @pytest.mark.parametrize("run_async", [False, True])
 def test_a_failing_scout_question_stops_the_call_before_the_others_are_sent(run_async):
     from jev_shared import AsyncSystemOneClient, Noul, ProviderError
 
-    fake = _Refuses()
+    # the real client speaks Responses and Chat Completions; every request is refused (HTTP 400, not retried)
+    fake = (aprovider if run_async else provider)(fails(400, "bad request"), surfaces=None)
     questions = {q: Noul(instructions=q) for q in ("a", "b", "c")}
     with pytest.raises(ProviderError, match="bad request"):
         if run_async:
@@ -175,7 +144,7 @@ def test_a_failing_scout_question_stops_the_call_before_the_others_are_sent(run_
             asyncio.run(AsyncSystemOneClient(fake, model="m", method="logprobs").system_one("x", questions))
         else:
             SystemOneClient(fake, model="m", method="logprobs").system_one("x", questions)
-    assert fake.calls == 1  # api="auto" on a new model: question a goes first, alone
+    assert len(fake.wire) == 1 and fake.wire[0].path == "/v1/responses"  # api="auto", a new model: a goes first, alone
 
 
 def test_layout_auto_shares_a_long_state_and_asks_the_questions_in_turn():
@@ -183,58 +152,56 @@ def test_layout_auto_shares_a_long_state_and_asks_the_questions_in_turn():
 
     questions = {"team": TEAM, "spam": Noul(instructions="This is spam.")}
     long_state = "The customer wrote a long message. " * 120
-    fake = FixedWindow([("billing", -0.1), ("yes", -0.2)])
+    fake = provider(windows([("billing", -0.1), ("yes", -0.2)]), delay=0.02)
     client = SystemOneClient(fake, model="m", debug=True)
     resp = client.system_one(long_state, questions)
     assert resp.debug["layout"]["layout"] == "split"
     assert resp.debug["layout"]["tokens_split"] < resp.debug["layout"]["tokens_state_last"]
-    for req in fake.requests:  # shared rules, then the state, then the question: one prefix for both
+    for req in fake.wire:  # shared rules, then the state, then the question: one prefix for both
         system, state, question = req["messages"]
         assert "Question" not in system["content"] and "Statement" not in system["content"]
         assert state["content"].startswith("State (data") and "<state>" in state["content"]
         assert question["content"].split(":")[0] in ("Question", "Statement")
-    assert fake.requests[0]["messages"][:2] == fake.requests[1]["messages"][:2]
-    assert client._plan(long_state, questions, method=None, mode=None, labels=None, examples=None, timeout=None,
-                        debug=None).concurrency == 1  # the second question must reach the slot holding the state
+    assert fake.wire[0]["messages"][:2] == fake.wire[1]["messages"][:2]
+    assert fake.wire.peak == 1  # one at a time: the second question must reach the slot holding the state
     short = FixedWindow([("billing", -0.1), ("yes", -0.2)])
     resp = SystemOneClient(short, model="m", debug=True).system_one("I was charged twice", questions)
     assert resp.debug["layout"]["layout"] == "state_last"
     assert all("Question" in r["messages"][0]["content"] or "Statement" in r["messages"][0]["content"]
-               for r in short.requests)
+               for r in short.wire)
 
 
 def test_layout_auto_asks_the_tokenizer_when_the_estimate_is_close():
     counted: list[str] = []
 
-    class Counting(FixedWindow):
-        def jev_tokenize(self, text):
-            counted.append(text)
-            return text.split()
+    def jev_tokenize(text):
+        counted.append(text)
+        return text.split()
 
     from jev_shared import Noul
 
     questions = {"team": TEAM, "spam": Noul(instructions="This is spam.")}
-    resp = SystemOneClient(Counting([("billing", -0.1), ("yes", -0.5)]), model="m", debug=True).system_one("word " * 40, questions)
+    counting = FixedWindow([("billing", -0.1), ("yes", -0.5)], jev_tokenize=jev_tokenize)
+    resp = SystemOneClient(counting, model="m", debug=True).system_one("word " * 40, questions)
     assert resp.debug["layout"]["counted"] == "tokenizer" and counted
 
 
-def test_debias_auto_is_on_for_zero_shot_where_the_client_says_it_was_measured():
+def test_debias_auto_is_on_for_zero_shot_on_the_model_it_was_measured_on():
+    """The default belongs to the model, in any spelling a server reports, not to who built the client."""
     from jev_shared import Example
 
-    class Measured(FixedWindow):
-        jev_debias_zero_shot = True
-
-    fake = Measured([("billing", -0.1), ("sales", -1.0)])
-    resp = SystemOneClient(fake, model="m", debug=True).system_one("I was charged twice", {"team": TEAM})
-    states = [r["messages"][-1]["content"] for r in fake.requests]
+    fake = FixedWindow([("billing", -0.1), ("sales", -1.0)])
+    resp = SystemOneClient(fake, model="Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF", debug=True).system_one(
+        "I was charged twice", {"team": TEAM})
+    states = [r["messages"][-1]["content"] for r in fake.wire]
     assert resp.usage.n_calls == 4 and "team" in resp.debug["priors"]  # the answer, then N/A, "" and [MASK]
     assert "N/A" in states[1] and "[MASK]" in states[3]
-    shots = Measured([("billing", -0.1), ("sales", -1.0)])
-    SystemOneClient(shots, model="m").system_one("x", {"team": TEAM}, examples=[Example(state="s", answer="sales")])
-    assert len(shots.requests) == 1  # examples already remove the lean: no prior
+    shots = FixedWindow([("billing", -0.1), ("sales", -1.0)])
+    SystemOneClient(shots, model=MEASURED).system_one("x", {"team": TEAM}, examples=[Example(state="s", answer="sales")])
+    assert len(shots.wire) == 1  # examples already remove the lean: no prior
     plain = FixedWindow([("billing", -0.1), ("sales", -1.0)])
     SystemOneClient(plain, model="m").system_one("x", {"team": TEAM})
-    assert len(plain.requests) == 1  # a client nobody measured: off
+    assert len(plain.wire) == 1  # a client nobody measured: off
 
 
 def test_names_the_tokenizer_cannot_tell_apart_are_answered_by_description_words():
@@ -253,7 +220,7 @@ def test_names_the_tokenizer_cannot_tell_apart_are_answered_by_description_words
     client = SystemOneClient(fake, model="m", labels="names", debug=True)
     resp = client.system_one("x", {"q": q})
     assert resp.answers["q"].choice == "shipment" and resp.usage.n_calls == 1
-    system = fake.requests[0]["messages"][0]["content"]
+    system = fake.wire[0]["messages"][0]["content"]
     assert "returns: returns of goods sent back" in system and "delivery: delivery and tracking" in system
     assert "server's tokenizer" in resp.debug["labels_fallback"]["q"]
     n = len(asked)
@@ -266,7 +233,10 @@ def test_names_the_tokenizer_tells_apart_keep_their_own_words():
     fake.jev_tokenize = lambda text: [hash(text)]
     client = SystemOneClient(fake, model="m", labels="names")
     assert client.system_one("x", {"team": TEAM}).answers["team"].choice == "billing"
-    assert "billing, technical, sales" in fake.requests[0]["messages"][0]["content"]
+    assert "billing, technical, sales" in fake.wire[0]["messages"][0]["content"]
+
+
+MEASURED = "qwen2.5-coder-0.5b"
 
 
 def _probs(window):
@@ -287,11 +257,10 @@ def test_examples_that_show_every_option_are_their_own_calibration_set():
            [("billing", -0.9), ("technical", -0.8), ("sales", -3.0)],
            [("billing", -0.7), ("technical", -2.5), ("sales", -1.0)]]
     fake = FixedWindow(real, *loo, real)
-    fake.jev_debias_zero_shot = True  # the model debias="auto" was measured on
-    client = SystemOneClient(fake, model="m", debug=True)
+    client = SystemOneClient(fake, model=MEASURED, debug=True, calibrator=None)  # debias="auto" was measured on it
     resp = client.system_one("my invoice is wrong", {"team": TEAM}, examples=shots)
     assert resp.usage.n_calls == 4
-    for req, held in zip(fake.requests[1:], shots):
+    for req, held in zip(fake.wire[1:], shots):
         msgs = req["messages"]
         assert sum(m["role"] == "assistant" for m in msgs) == 2  # the other two examples
         assert msgs[-1]["content"].endswith(held.state) and held.state not in "".join(m["content"] for m in msgs[:-1])
@@ -308,8 +277,7 @@ def test_examples_that_leave_an_option_out_are_not_debiased_by_default():
 
     shots = [Example(state="refund me", answer="billing"), Example(state="app crashes", answer="technical")]
     fake = FixedWindow([("billing", -0.4), ("technical", -1.5), ("sales", -2.0)])
-    fake.jev_debias_zero_shot = True
-    resp = SystemOneClient(fake, model="m").system_one("x", {"team": TEAM}, examples=shots)
+    resp = SystemOneClient(fake, model=MEASURED).system_one("x", {"team": TEAM}, examples=shots)
     assert resp.usage.n_calls == 1 and "priors" not in resp.debug
     off = SystemOneClient(fake, model="m", debias=False).system_one(
         "x", {"team": TEAM}, examples=[*shots, Example(state="seats", answer="sales")])

@@ -3,7 +3,6 @@ and an input it refuses (InvalidQuestionError, UnsupportedMethodError) costs 0 r
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -13,24 +12,16 @@ from hypothesis import strategies as st
 
 from jev_shared import Choice, InvalidQuestionError, JevError, Noul, Score, SystemOneClient, UnsupportedMethodError
 from tests.faults.replies import good
-from tests.faults.server import Request
+from tests.helpers import provider
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TEAM = Choice(instructions="Which team?", criteria={"billing": "money", "technical": "bugs", "sales": "plans"})
 
 
-class CountingClient:
-    """A Chat Completions client that counts calls and answers each like a sensible model."""
-
-    def __init__(self) -> None:
-        self.chat = self
-        self.completions = self
-        self.calls = 0
-
-    def create(self, **kwargs: Any) -> dict[str, Any]:
-        self.calls += 1
-        body = {k: v for k, v in kwargs.items() if k != "extra_body"} | kwargs.get("extra_body", {})
-        return json.loads(good(Request("/v1/chat/completions", {}, body, b"")).body)
+def CountingClient() -> Any:  # noqa: N802 - read as the double it is
+    """The real openai client, answered like a sensible model would (the fault matrix's good reply); ``.wire``
+    counts the requests."""
+    return provider(good)
 
 
 def nested(depth: int, kind: str) -> Any:
@@ -79,7 +70,7 @@ def check(state: Any, questions: Any, **options: Any) -> None:
     try:
         client.system_one(state, questions, **options)
     except (InvalidQuestionError, UnsupportedMethodError):
-        assert fake.calls == 0, "a refused input cost a request"
+        assert fake.wire == [], "a refused input cost a request"
     except JevError:
         pass
     # any other exception escapes and fails the example: every error must be a JevError
@@ -114,7 +105,7 @@ def test_int_and_str_ids_that_collide_are_refused_before_a_request() -> None:
         pass
     else:
         raise AssertionError("{1: q, '1': q} was answered")
-    assert fake.calls == 0
+    assert fake.wire == []
 
 
 @pytest.mark.parametrize("state", [nested(1000, "list"), nested(1000, "dict"), nested(5000, "list"), "\ud800",
@@ -126,4 +117,4 @@ def test_unsendable_states_are_refused_naming_state(state: Any) -> None:
     client = SystemOneClient(fake, model="m", api="chat_completions")
     with pytest.raises(InvalidQuestionError) as info:
         client.system_one(state, {"q": TEAM})
-    assert info.value.field == "state" and fake.calls == 0
+    assert info.value.field == "state" and fake.wire == []

@@ -109,6 +109,7 @@ def test_examples_become_earlier_turns_before_the_state(local_server):
     assert len(resp.debug["questions"]["team"]["attempts"][0]["data"]["messages"]) == 2  # mapping: spam only
 
 
+@pytest.mark.slow  # every JSON method and System 2, each generating its JSON on the real server
 def test_json_methods_and_system2_on_the_real_server(local_server):
     client = SystemOneClient(local_server.client(), model=local_server.model, n_retry_malformed=2,
                              api="chat_completions")

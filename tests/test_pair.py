@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from jev_shared import AsyncSystemOneClient, ClientCapabilityError, ClientPair, Noul, SystemOneClient
+from tests.helpers import aprovider
 
 from .test_reliability import Scripted, reply
 
@@ -18,21 +19,15 @@ def test_an_async_caller_with_a_sync_client_runs_it_on_a_thread():
     pair = ClientPair.of(SystemOneClient(fake, model="m"), "test")
     assert pair is not None and pair.method == "auto" and pair.max_concurrency == 8 and pair.model == "m"
     resp = asyncio.run(pair.aask("buy now", SPAM))
-    assert resp.answers["spam"].noul > 0.9 and len(fake.times) == 1
+    assert resp.answers["spam"].noul > 0.9 and len(fake.wire) == 1
 
 
 def test_a_sync_caller_with_only_an_async_client_is_told_what_to_do():
-    class AsyncFake:
-        def __init__(self) -> None:
-            self.chat = self
-            self.completions = self
-
-        async def create(self, **kw):
-            return reply([("yes", -0.1), ("no", -4.0)])
-
-    pair = ClientPair.of(AsyncSystemOneClient(AsyncFake(), model="m"), "JevGate")
+    fake = aprovider(reply([("yes", -0.1), ("no", -4.0)]))
+    pair = ClientPair.of(AsyncSystemOneClient(fake, model="m"), "JevGate")
     with pytest.raises(ClientCapabilityError, match="JevGate has only an async client"):
         pair.ask("x", SPAM)
+    assert fake.wire == []  # told before any request
     assert asyncio.run(pair.aask("x", SPAM)).answers["spam"].noul > 0.9
 
 

@@ -19,6 +19,8 @@ from jev_shared import (
     SystemOneClient,
 )
 from jev_shared.errors import LabelReadoutError
+from tests.helpers import provider
+from tests.helpers import replies as r
 
 TEAM = Choice(instructions="Which team?", criteria={"billing": "", "technical": "", "sales": ""})
 TICKET = "I was charged twice."
@@ -98,12 +100,18 @@ def test_429_without_retries_left_is_a_provider_error(documented):
     assert info.value.status_code == 429 and "Rate limit" in str(info.value)
 
 
-def test_a_refused_logprobs_field_is_remembered_at_once(documented):
-    client = engine(method="auto")
-    with documented("documented_400_logprobs_refused") as cas:
+def asked_twice(documented, name: str, **options):
+    """The same question twice on one client, over a documented cassette that must play out in full."""
+    client = engine(**options)
+    with documented(name) as cas:
         first = client.system_one(TICKET, {"team": TEAM})
         second = client.system_one(TICKET, {"team": TEAM})
     assert cas.all_played
+    return first, second
+
+
+def test_a_refused_logprobs_field_is_remembered_at_once(documented):
+    first, second = asked_twice(documented, "documented_400_logprobs_refused", method="auto")
     assert first.debug["methods"] == second.debug["methods"] == {"team": "structured"}
     assert first.usage.n_calls == 2 and second.usage.n_calls == 1
 
@@ -114,11 +122,7 @@ def test_explicit_logprobs_reports_the_refusal(documented):
 
 
 def test_a_refused_optional_field_is_dropped_and_remembered(documented):
-    client = engine(method="logprobs", debug=True)
-    with documented("documented_400_field_refused") as cas:
-        first = client.system_one(TICKET, {"team": TEAM})
-        second = client.system_one(TICKET, {"team": TEAM})
-    assert cas.all_played
+    first, second = asked_twice(documented, "documented_400_field_refused", method="logprobs", debug=True)
     assert first.debug["server_limits"] == ["chat_template_kwargs"]
     attempts = [a["data"] for a in first.debug["questions"]["team"]["attempts"] if a["kind"] == "request"]
     assert "chat_template_kwargs" in attempts[0]["extra_body"]
@@ -128,11 +132,7 @@ def test_a_refused_optional_field_is_dropped_and_remembered(documented):
 
 
 def test_a_refused_value_falls_back_for_that_question_without_caching(documented):
-    client = engine(method="auto")
-    with documented("documented_400_top_logprobs_value") as cas:
-        first = client.system_one(TICKET, {"team": TEAM})
-        second = client.system_one(TICKET, {"team": TEAM})
-    assert cas.all_played
+    first, second = asked_twice(documented, "documented_400_top_logprobs_value", method="auto")
     assert first.debug["methods"] == {"team": "structured"}
     assert second.debug["methods"] == {"team": "logprobs"}  # tried again: nothing was cached
 
@@ -175,27 +175,17 @@ def test_openai_minus_9999(documented):
     assert sum(resp.answers["team"].probabilities.values()) == pytest.approx(1.0)
 
 
-class _OneRefuses:
-    """Stand-in client (no real server refuses here): question 'b' is refused, the others answer."""
-
-    def __init__(self):
-        self.chat = self
-        self.completions = self
-        self.calls = 0
-
-    def create(self, **kw):
-        self.calls += 1
-        refused = "Statement: b" in kw["messages"][0]["content"]
-        lp = {"content": [{"token": "A", "logprob": -0.1,
-                           "top_logprobs": [{"token": "A", "logprob": -0.1}, {"token": "B", "logprob": -2.0}]}]}
-        message = {"content": None, "refusal": "no"} if refused else {"content": "A"}
-        return {"choices": [{"message": message, "logprobs": None if refused else lp, "finish_reason": "stop"}]}
+def one_refuses(req):
+    """Question 'b' is refused (a Chat Completions ``refusal``), the others answer; no real server refuses here."""
+    if "Statement: b" in req["messages"][0]["content"]:
+        return r.chat(None, None, "stop", refusal="no")
+    return r.chat("A", r.chat_logprobs([("A", -0.1), ("B", -2.0)]), "stop")
 
 
 def test_one_failing_question_fails_the_whole_call_with_the_first_error_in_order():
-    fake = _OneRefuses()
+    fake = provider(one_refuses)
     client = SystemOneClient(fake, model="m", labels="letters", method="logprobs")
     questions = {q: Noul(instructions=q) for q in ("a", "b", "c")}
     with pytest.raises(ModelRefusalError):
         client.system_one(TICKET, questions)
-    assert fake.calls == 3
+    assert len(fake.wire) == 3

@@ -8,20 +8,27 @@ import pytest
 
 from jev_shared import Choice, Example, InvalidQuestionError, Noul, Score, SystemOneClient
 from jev_shared.questions import check_state, labels_for, prepare_question
+from tests.helpers import provider
+
+#: Every provider double a test here made: validation must stop bad input before any of them hears a request.
+MADE: list = []
 
 
-class NeverCalled:
-    """A client whose every call fails the test: validation must stop bad input before it."""
+def never_called(req):
+    raise AssertionError(f"a request was sent for invalid input: {req.body}")
 
-    class chat:  # noqa: N801 - mirrors the openai client's attribute path
-        class completions:  # noqa: N801
-            @staticmethod
-            def create(**kwargs):
-                raise AssertionError("a request was sent for invalid input")
+
+@pytest.fixture(autouse=True)
+def no_request_is_sent():
+    MADE.clear()
+    yield
+    assert [f.wire for f in MADE if f.wire] == [], "a request was sent for invalid input"
 
 
 def client(**kw):
-    return SystemOneClient(NeverCalled(), model="m", **kw)
+    fake = provider(never_called)
+    MADE.append(fake)
+    return SystemOneClient(fake, model="m", **kw)
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from jev_shared.json_readout import parse_object, read_discrete, read_ratings, r
 from jev_shared.labels import AmbiguousNamesError, digit_fold, fold_label, name_fold, names_collide, yes_no_fold
 from jev_shared.questions import Choice, prepare_question
 from jev_shared.readout import read_labels
-from tests.fakes import window
+from tests.helpers.replies import chat_logprobs as window
 
 ABC = ("A", "B", "C")
 

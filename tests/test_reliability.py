@@ -1,7 +1,8 @@
 """Issue 12's faults, each at the layer where it lives (the loopback HTTP matrix is in tests/faults/).
 
-Stand-in clients are used where an exact reply (a fixed window, a counted fault) is the point;
-everything else (prompt, method, surface, transport, readout) is the real engine.
+The provider double (``tests.helpers``: the real openai client over an in-process transport) gives
+the exact reply (a fixed window, a counted fault) where that is the point; everything else (prompt,
+method, surface, transport, SDK, readout) is real.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import math
 import threading
 import time
 import warnings
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -29,45 +29,26 @@ from jev_shared.methods import answer_format
 from jev_shared.prompt import render
 from jev_shared.questions import prepare_question
 from jev_shared.transport import MalformedReplyError, to_dict
+from tests.helpers import Reply, in_turn, provider
+from tests.helpers import replies as r
 
 SIX = Choice(instructions="Which team?", criteria={k: f"the {k} team" for k in
                                                    ("billing", "technical", "sales", "legal", "hr", "security")})
 TEAM = Choice(instructions="Which team?", criteria={"billing": "", "technical": "", "sales": ""})
 
 
-def reply(window: list[tuple[str, float]], content: Any = None) -> dict[str, Any]:
-    top = [{"token": t, "logprob": lp} for t, lp in window]
-    return {"choices": [{"message": {"content": window[0][0] if content is None else content},
-                         "finish_reason": "length",
-                         "logprobs": {"content": [{"token": window[0][0], "logprob": window[0][1],
-                                                   "top_logprobs": top}]}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 1}}
+def reply(window: list[tuple[str, float]]) -> dict[str, Any]:
+    return r.chat_tokens(window, usage=(10, 1))
 
 
-class Scripted:
-    """``chat.completions.create`` answering (or raising) from a script, the last step repeated."""
-
-    def __init__(self, *steps: Any, delay: float = 0.0):
-        self.steps = list(steps)
-        self.delay = delay
-        self.times: list[float] = []
-        self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
-
-    def create(self, **kw: Any) -> Any:
-        self.times.append(time.perf_counter())
-        time.sleep(self.delay)
-        step = self.steps.pop(0) if len(self.steps) > 1 else self.steps[0]
-        if isinstance(step, Exception):
-            raise step
-        return step
+def Scripted(*steps: Any, delay: float = 0.0) -> Any:  # noqa: N802 - read as the double it is
+    """The real openai client answering from a script (bodies or handlers), the last step repeated."""
+    return provider(in_turn(*steps), delay=delay)
 
 
-class Transient(Exception):
-    status_code = 503
-
-    def __init__(self) -> None:
-        super().__init__("overloaded")
-        self.response = SimpleNamespace(status_code=503, headers={"retry-after": "0"})
+def transient(req: Any) -> Any:
+    """A 503 that says to retry at once."""
+    return r.error_reply(req, 503, "overloaded", headers={"retry-after": "0"})
 
 
 # 1. the JSON prompt ------------------------------------------------------------------------------
@@ -139,7 +120,8 @@ def test_wrong_value_types_are_a_provider_error(body, method):
 
 @pytest.mark.parametrize("raw", [b"", b"<html>502</html>", b"\xff\xfe\x00", b"[1, 2]", b'"text"'])
 def test_a_body_that_is_not_a_json_object_is_a_provider_error(raw):
-    http = SimpleNamespace(http_response=SimpleNamespace(content=raw))
+    sdk = provider(Reply(200, raw))  # the raw-response reply the transport reads, as the SDK hands it over
+    http = sdk.chat.completions.with_raw_response.create(model="m", messages=[{"role": "user", "content": "x"}])
     with pytest.raises(MalformedReplyError):
         to_dict(http)
 
@@ -147,22 +129,22 @@ def test_a_body_that_is_not_a_json_object_is_a_provider_error(raw):
 # 6. no request leaves after the call's timeout -------------------------------------------------------
 
 def test_after_a_timeout_the_sync_client_sends_nothing_more():
-    fake = Scripted(Transient(), delay=0.15)
+    fake = Scripted(transient, delay=0.15)
     client = SystemOneClient(fake, model="m", method="logprobs", max_retries=50)
     with pytest.raises(DecisionTimeoutError):
         client.system_one("x", {"team": TEAM, "spam": Noul(instructions="spam")}, timeout=0.5)
     failed_at = time.perf_counter()
-    sent = len(fake.times)
+    sent = len(fake.wire)
     time.sleep(0.6)
-    assert len(fake.times) == sent  # the workers stopped
-    assert all(t <= failed_at for t in fake.times)
+    assert len(fake.wire) == sent  # the workers stopped
+    assert all(req.at <= failed_at for req in fake.wire)
     assert not [t for t in threading.enumerate() if t.name.startswith("jev") and t.is_alive()]
 
 
 # 8. -W error: the engine's own setup raises no deprecation -------------------------------------------
 
 def test_a_retried_decision_works_with_warnings_as_errors():
-    fake = Scripted(Transient(), reply([("billing", -0.1), ("technical", -2.0)]))
+    fake = Scripted(transient, reply([("billing", -0.1), ("technical", -2.0)]))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         resp = SystemOneClient(fake, model="m").system_one("x", {"team": TEAM})
@@ -195,7 +177,7 @@ def test_a_bad_timeout_is_refused_with_zero_requests(timeout):
         SystemOneClient(fake, model="m").system_one("x", {"team": TEAM}, timeout=timeout)
     with pytest.raises(ValueError, match="timeout"):
         SystemOneClient(fake, model="m", timeout=timeout)
-    assert fake.times == []
+    assert fake.wire == []
 
 
 @pytest.mark.parametrize("state", ["\ud800", {"a": ["ok", "\udfff"]}, {"\ud800": 1}])
@@ -203,7 +185,7 @@ def test_a_lone_surrogate_is_bad_input(state):
     fake = Scripted(reply([("billing", -0.1)]))
     with pytest.raises(InvalidQuestionError, match="surrogate") as info:
         SystemOneClient(fake, model="m").system_one(state, {"team": TEAM})
-    assert info.value.field == "state" and fake.times == []
+    assert info.value.field == "state" and fake.wire == []
 
 
 def test_a_deep_state_is_bad_input_not_a_recursion_error():
@@ -213,21 +195,21 @@ def test_a_deep_state_is_bad_input_not_a_recursion_error():
     fake = Scripted(reply([("billing", -0.1)]))
     with pytest.raises(InvalidQuestionError, match="deeper") as info:
         SystemOneClient(fake, model="m").system_one(deep, {"team": TEAM})
-    assert info.value.field == "state" and fake.times == []
+    assert info.value.field == "state" and fake.wire == []
 
 
 def test_question_ids_must_be_strings():
     fake = Scripted(reply([("billing", -0.1)]))
     with pytest.raises(InvalidQuestionError, match="question ids must be strings"):
         SystemOneClient(fake, model="m").system_one("x", {1: TEAM, "1": TEAM})
-    assert fake.times == []
+    assert fake.wire == []
 
 
 def test_a_lone_surrogate_in_a_question_is_refused():
     fake = Scripted(reply([("billing", -0.1)]))
     with pytest.raises(InvalidQuestionError) as info:
         SystemOneClient(fake, model="m").system_one("x", {"q": Noul(instructions="spam \ud800")})
-    assert info.value.field == "instructions" and fake.times == []
+    assert info.value.field == "instructions" and fake.wire == []
 
 
 # 13. learned memory is read under its lock -----------------------------------------------------------

@@ -10,6 +10,7 @@ import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: Hosts that count as loopback for "no keys, loopback only".
 LOOPBACK_NAMES = ("localhost",)
@@ -29,14 +30,32 @@ class Backend:
 
 @dataclass
 class GatewayConfig:
-    """Everything ``create_app`` needs. ``api_keys`` empty means: no authentication (loopback only)."""
+    """Everything ``create_app`` needs. ``api_keys`` empty means: no authentication (loopback only).
+
+    Every limit has its error (docs/gateway.md lists them): a request over one is refused before
+    any backend call.
+    """
 
     backends: dict[str, Backend]
     api_keys: frozenset[str] = frozenset()
     #: Request bodies over this many bytes are refused with 413.
     max_body_bytes: int = 1_000_000
+    #: Questions in one request; more are refused with 422 ``too_many_questions``.
+    max_questions: int = 64
     #: Requests answered at once; one more is refused with 429 and Retry-After.
     max_in_flight: int = 64
+    #: Backend calls one key may hold in flight (a request holds min(questions, max_concurrency));
+    #: a request that would go past it is refused with 429 ``key_overloaded``.
+    max_calls_per_key: int = 64
+    #: Open client connections; one more is answered 503 ``too_many_connections`` and closed.
+    max_connections: int = 256
+    #: Seconds a client has to send a request's headers, then its body; then 408 and the connection is closed.
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    #: Seconds an idle keep-alive connection stays open.
+    keep_alive_s: float = 5.0
+    #: Without keys, Host headers accepted besides the loopback names (a DNS-rebinding page sends its own).
+    allowed_hosts: frozenset[str] = frozenset()
     #: The whole request's bound when the request sets none (seconds), and the most it may ask for.
     default_timeout_s: float = 60.0
     max_timeout_s: float = 300.0
@@ -51,10 +70,25 @@ class GatewayConfig:
     max_retries: int = 3
     #: Retry-After (seconds) when the gateway itself is full, or a throttling backend named none.
     retry_after_s: int = 1
+    #: What the engine learns lives in the per-user cache (``Memory.user_cache()``; ``$JEV_NO_CACHE=1``
+    #: or ``cache=False`` keep it in this process only).
+    cache: bool = True
+    #: Questions to prepare at start-up (``--warm``): ``/healthz`` says ready once they are.
+    warm: dict[str, Any] | None = None
 
     @property
     def auth_required(self) -> bool:
         return bool(self.api_keys)
+
+    def host_allowed(self, host_header: str | None) -> bool:
+        """With keys, any Host; without, only loopback names (any port) and ``allowed_hosts``."""
+        if self.auth_required:
+            return True
+        if not host_header:
+            return False
+        host = host_header.strip().lower()
+        name = host[1:host.index("]")] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
+        return is_loopback(name) or host in self.allowed_hosts or name in self.allowed_hosts
 
 
 def is_loopback(host: str) -> bool:

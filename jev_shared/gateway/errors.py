@@ -1,8 +1,9 @@
 """Every failure as an HTTP status and a typed JSON body: ``{"error": {type, message, ...}}``.
 
-``field`` is the dotted path from the request body's root (``questions.spam.criteria``), which is
-what the engine's own ``api="systemone"`` client reads back into ``InvalidQuestionError``'s
-``question_id`` and ``field``; ``question_id`` is given on its own as well.
+The engine's errors say how they are reported (``code``, ``status_hint``, ``wire_error``), so this
+module only adds what is the gateway's own: its errors (``ApiError``), Retry-After, and the
+framing of a throttling or timed-out backend. ``field`` is the dotted path from the request body's
+root (``questions.spam.criteria``), which the engine's own ``api="systemone"`` client reads back.
 Messages pass through :func:`jev_shared.redact.redact`, and never carry the caller's key.
 """
 
@@ -11,19 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from jev_shared import (
-    DecisionTimeoutError,
-    IncompleteAnswerError,
-    InvalidQuestionError,
-    LabelReadoutError,
-    MalformedAnswerError,
-    ModelRefusalError,
-    ProviderError,
-    UnsupportedMethodError,
-)
+from jev_shared import JevError, ProviderError, wire_error
 from jev_shared.redact import redact
-
-from .engines import UnknownModelError
 
 
 class ApiError(Exception):
@@ -44,73 +34,29 @@ class ApiError(Exception):
         return {"error": err}
 
 
-def invalid_question(exc: InvalidQuestionError) -> ApiError:
-    """The engine's own validation error: its reason, with the field as a path from the body's root."""
-    message = exc.reason
-    if exc.question_id is not None:
-        path = ".".join(p for p in ("questions", exc.question_id, exc.field) if p)
-    else:
-        path = exc.field
-    return ApiError(422, "invalid_question", message, question_id=exc.question_id, field=path)
+class UnknownModelError(LookupError):
+    """The request names a model the gateway does not serve."""
 
-
-def _timed_out(exc: BaseException) -> bool:
-    """A backend call that ran past its own timeout (the openai SDK's, or a socket's)."""
-    seen = exc
-    for _ in range(8):
-        if isinstance(seen, TimeoutError) or type(seen).__name__ in ("APITimeoutError", "ReadTimeout"):
-            return True
-        nxt = seen.__cause__ or seen.__context__
-        if nxt is None:
-            return False
-        seen = nxt
-    return False
-
-
-def backend_retry_after(exc: BaseException) -> float | None:
-    """The throttling backend's own Retry-After, found on the SDK error the engine wrapped."""
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            return None
-        headers = getattr(getattr(seen, "response", None), "headers", None)
-        value = headers.get("retry-after") if headers is not None else None
-        if value is not None:
-            try:
-                return float(value)
-            except ValueError:
-                return None
-        seen = seen.__cause__ or seen.__context__
-    return None
+    def __init__(self, model: str, known: list[str]):
+        self.model = model
+        super().__init__(f"the gateway serves no model {model!r}; it serves {known}")
 
 
 def from_exception(exc: BaseException, retry_after_s: int = 1) -> ApiError:
-    """Map an engine (or gateway) error onto its status: 4xx the caller's, 5xx the backend's."""
+    """Map an engine (or gateway) error onto its status, as the error itself hints."""
     if isinstance(exc, ApiError):
         return exc
-    if isinstance(exc, InvalidQuestionError):
-        return invalid_question(exc)
-    if isinstance(exc, UnsupportedMethodError):
-        return ApiError(422, "unsupported", str(exc))
     if isinstance(exc, UnknownModelError):
         return ApiError(404, "model_not_found", str(exc), field="model")
-    if isinstance(exc, DecisionTimeoutError):
-        return ApiError(504, "timeout", str(exc))
-    if isinstance(exc, ProviderError):
-        return _provider_error(exc, retry_after_s)
-    if isinstance(exc, ModelRefusalError):
-        return ApiError(502, "model_refusal", str(exc))
-    if isinstance(exc, (LabelReadoutError, MalformedAnswerError, IncompleteAnswerError)):
-        return ApiError(502, "unreadable_answer", str(exc))
-    return ApiError(500, "internal_error", f"the gateway failed: {type(exc).__name__}")
-
-
-def _provider_error(exc: ProviderError, retry_after_s: int) -> ApiError:
-    if exc.status_code == 429:
-        told = backend_retry_after(exc)
-        wait = max(1, math.ceil(told)) if told is not None else retry_after_s
-        return ApiError(429, "rate_limited", f"the backend is throttling: {exc.provider_message}",
-                        headers={"retry-after": str(wait)})
-    if exc.status_code is None and _timed_out(exc):
-        return ApiError(504, "backend_timeout", f"a backend call timed out: {exc}")
-    return ApiError(502, "backend_error", str(exc))
+    if not isinstance(exc, JevError):
+        return ApiError(500, "internal_error", f"the gateway failed: {type(exc).__name__}")
+    err = wire_error(exc)
+    status, headers = exc.status_hint, {}
+    if isinstance(exc, ProviderError) and exc.code == "rate_limited":
+        wait = max(1, math.ceil(exc.retry_after_s)) if exc.retry_after_s is not None else retry_after_s
+        err["message"] = f"the backend is throttling: {exc.provider_message}"
+        headers["retry-after"] = str(wait)
+    elif isinstance(exc, ProviderError) and exc.code == "backend_timeout":
+        err["message"] = f"a backend call timed out: {exc}"
+    return ApiError(status, err["type"], err["message"], question_id=err.get("question_id"),
+                    field=err.get("field"), headers=headers)

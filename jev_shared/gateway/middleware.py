@@ -1,9 +1,10 @@
-"""The gateway's front door, as plain ASGI (cheaper than a per-request task per middleware).
+"""The gateway's front door: small ASGI middlewares, one job each, outermost first.
 
-For every request: a request id (the caller's ``x-request-id`` when it is sane, else a new one)
-on the response as ``x-request-id`` and ``x-typesafe-request-id`` (which the engine's
-``api="systemone"`` client reports); the body limit (413, before the app parses anything); the
-bearer key on ``/v1/*`` (401); one access-log line; request counts and latency.
+``RequestId`` (an id on every response) -> ``AccessLog`` (one line and the request metrics) ->
+``HostCheck`` (without keys, loopback Host names only: no DNS rebinding) -> ``Auth`` (the bearer
+key on ``/v1/*``) -> ``BodyLimit`` (413 before the app parses anything). Plain ASGI rather than
+Starlette's ``BaseHTTPMiddleware``: no task per request per layer. What a layer learns for the
+access line (the key, the model, the error type) goes in ``scope["jev"]``.
 """
 
 from __future__ import annotations
@@ -23,122 +24,185 @@ _SANE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _BEARER = re.compile(r"^\s*bearer\s+(\S+)\s*$", re.IGNORECASE)
 #: Paths counted under their own label; anything else is "other" (bounded metric cardinality).
 KNOWN_PATHS = frozenset({"/v1/systemone", "/v1/models", "/healthz", "/metrics", "/docs", "/openapi.json"})
+ASGIApp = Any
 
 
-def _header(scope: dict[str, Any], name: bytes) -> str | None:
+def header(scope: dict[str, Any], name: bytes) -> str | None:
     for k, v in scope.get("headers", ()):
         if k == name:
             return v.decode("latin-1")
     return None
 
 
-class Front:
-    """ASGI middleware: ``Front(app, config, metrics)``."""
+def info(scope: dict[str, Any]) -> dict[str, Any]:
+    """What this request's layers noted for its access line (``scope["jev"]``)."""
+    return scope.setdefault("jev", {})
 
-    def __init__(self, app: Any, config: GatewayConfig, metrics: Metrics) -> None:
+
+async def send_error(send: Any, err: ApiError) -> None:
+    payload = json.dumps(err.body()).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    headers += [(k.encode(), v.encode()) for k, v in err.headers.items()]
+    await send({"type": "http.response.start", "status": err.status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+class RequestId:
+    """The caller's ``x-request-id`` when it is sane, else a new one; on the response twice (the engine's
+    systemone client reads ``x-typesafe-request-id``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        given = header(scope, b"x-request-id")
+        rid = given if given and _SANE_ID.match(given) else uuid.uuid4().hex
+        info(scope)["request_id"] = rid
+
+        async def tagged(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), (b"x-request-id", rid.encode()),
+                                      (b"x-typesafe-request-id", rid.encode())]
+            await send(message)
+
+        await self.app(scope, receive, tagged)
+
+
+class AccessLog:
+    """One redacted JSON line per request, and the request count and latency metrics."""
+
+    def __init__(self, app: ASGIApp, config: GatewayConfig, metrics: Metrics) -> None:
         self.app, self.config, self.metrics = app, config, metrics
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        given = _header(scope, b"x-request-id")
-        rid = given if given and _SANE_ID.match(given) else uuid.uuid4().hex
-        info: dict[str, Any] = {}
-        scope["jev"] = info
-        status = [500]
-        presented = self._presented_key(scope)
-
-        recorded = [False]
+            return await self.app(scope, receive, send)
+        started, status, done = time.perf_counter(), [500], [False]
 
         def record() -> None:
-            if not recorded[0]:
-                recorded[0] = True
-                self._record(scope, rid, status[0], started, presented, info)
+            if not done[0]:
+                done[0] = True
+                self._record(scope, status[0], started)
 
-        async def tagged_send(message: dict[str, Any]) -> None:
+        async def watched(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
-                message["headers"] = [*message.get("headers", ()), (b"x-request-id", rid.encode()),
-                                      (b"x-typesafe-request-id", rid.encode())]
             elif message["type"] == "http.response.body" and not message.get("more_body"):
                 record()  # before the last byte leaves: the line exists once the caller has its answer
             await send(message)
 
         try:
-            refusal = self._auth(scope, presented)
-            if refusal is None:
-                receive, refusal = await self._limited_body(scope, receive)
-            if refusal is not None:
-                info["error"] = refusal.type
-                await self._send_error(refusal, tagged_send)
-            else:
-                await self.app(scope, receive, tagged_send)
+            await self.app(scope, receive, watched)
         finally:
             record()
 
-    def _presented_key(self, scope: dict[str, Any]) -> str | None:
-        match = _BEARER.match(_header(scope, b"authorization") or "")
-        return match.group(1) if match else None
+    def _record(self, scope: dict[str, Any], status: int, started: float) -> None:
+        elapsed, noted = time.perf_counter() - started, dict(info(scope))
+        presented = noted.pop("key", None)
+        path = scope["path"] if scope["path"] in KNOWN_PATHS else "other"
+        self.metrics.requests.labels(path, str(status)).inc()
+        self.metrics.latency.labels(path).observe(elapsed)
+        if noted.get("error"):
+            self.metrics.errors.labels(noted["error"]).inc()
+        client = scope.get("client") or ("", 0)
+        fields = {"request_id": noted.pop("request_id", None), "method": scope["method"], "path": scope["path"],
+                  "status": status, "latency_ms": round(elapsed * 1000.0, 2), "client": client[0],
+                  "key_id": key_id(presented) if presented else None, **noted}
+        log_access(fields, [*self.config.api_keys, *([presented] if presented else [])])
 
-    def _auth(self, scope: dict[str, Any], presented: str | None) -> ApiError | None:
-        if not self.config.auth_required or not scope["path"].startswith("/v1/"):
-            return None
-        ok = presented is not None and any(hmac.compare_digest(presented.encode(), k.encode())
-                                           for k in self.config.api_keys)
-        if ok:
-            return None
-        return ApiError(401, "unauthorized", "a valid bearer key is required (Authorization: Bearer <key>)",
-                        headers={"www-authenticate": "Bearer"})
 
-    async def _limited_body(self, scope: dict[str, Any], receive: Any) -> tuple[Any, ApiError | None]:
-        """Read the body up to the limit, then replay it to the app; a larger one is a 413."""
-        if scope["method"] not in ("POST", "PUT", "PATCH"):
-            return receive, None
+class _Refusing:
+    """A layer that may answer with an ApiError itself, noting its type for the access line."""
+
+    def __init__(self, app: ASGIApp, config: GatewayConfig) -> None:
+        self.app, self.config = app, config
+
+    async def refuse(self, scope: dict[str, Any], send: Any, err: ApiError) -> None:
+        info(scope)["error"] = err.type
+        await send_error(send, err)
+
+
+class HostCheck(_Refusing):
+    """Without keys, only a loopback ``Host`` (or ``allowed_hosts``): a page on another origin that
+    rebinds its name to 127.0.0.1 sends its own name, and is refused before anything runs."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or self.config.host_allowed(header(scope, b"host")):
+            return await self.app(scope, receive, send)
+        await self.refuse(scope, send, ApiError(
+            403, "host_not_allowed", "without API keys the gateway answers only a loopback Host "
+                                     "(localhost, 127.0.0.1, [::1]) or one given with --allowed-host"))
+
+
+class Auth(_Refusing):
+    """The bearer key on ``/v1/*`` (401 otherwise); the key presented is noted for limits and the log."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        match = _BEARER.match(header(scope, b"authorization") or "")
+        presented = match.group(1) if match else None
+        if presented:
+            info(scope)["key"] = presented
+        if self._ok(scope["path"], presented):
+            return await self.app(scope, receive, send)
+        await self.refuse(scope, send, ApiError(
+            401, "unauthorized", "a valid bearer key is required (Authorization: Bearer <key>)",
+            headers={"www-authenticate": "Bearer"}))
+
+    def _ok(self, path: str, presented: str | None) -> bool:
+        if not self.config.auth_required or not path.startswith("/v1/"):
+            return True
+        return presented is not None and any(hmac.compare_digest(presented.encode(), k.encode())
+                                             for k in self.config.api_keys)
+
+
+class BodyLimit(_Refusing):
+    """Read the body up to ``max_body_bytes`` (413 past it, chunked bodies too), then replay it.
+
+    How long the body may take is the protocol's bound (:mod:`.protocol`); a client that goes away
+    mid-body is not answered."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            return await self.app(scope, receive, send)
         limit = self.config.max_body_bytes
-        too_big = ApiError(413, "payload_too_large", f"the request body is over the limit of {limit} bytes")
-        declared = _header(scope, b"content-length")
+        too_big = ApiError(413, "payload_too_large", f"the request body is over the limit of {limit} bytes "
+                                                     "(--max-body-bytes)", headers={"connection": "close"})
+        declared = header(scope, b"content-length")
         if declared and declared.isdigit() and int(declared) > limit:
-            return receive, too_big
+            return await self.refuse(scope, send, too_big)
         chunks, size, more = [], 0, True
         while more:
             message = await receive()
             if message["type"] == "http.disconnect":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
             if size > limit:
-                return receive, too_big
-            chunks.append(chunk)
+                return await self.refuse(scope, send, too_big)
             more = message.get("more_body", False)
-        body, sent = b"".join(chunks), [False]
+        await self.app(scope, _replay(b"".join(chunks), receive), send)
 
-        async def replay() -> dict[str, Any]:
-            if sent[0]:
-                return await receive()
-            sent[0] = True
-            return {"type": "http.request", "body": body, "more_body": False}
 
-        return replay, None
+def _replay(body: bytes, receive: Any) -> Any:
+    sent = [False]
 
-    async def _send_error(self, err: ApiError, send: Any) -> None:
-        payload = json.dumps(err.body()).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
-        headers += [(k.encode(), v.encode()) for k, v in err.headers.items()]
-        await send({"type": "http.response.start", "status": err.status, "headers": headers})
-        await send({"type": "http.response.body", "body": payload})
+    async def replay() -> dict[str, Any]:
+        if sent[0]:
+            return await receive()
+        sent[0] = True
+        return {"type": "http.request", "body": body, "more_body": False}
 
-    def _record(self, scope: dict[str, Any], rid: str, status: int, started: float, presented: str | None,
-                info: dict[str, Any]) -> None:
-        elapsed = time.perf_counter() - started
-        path = scope["path"] if scope["path"] in KNOWN_PATHS else "other"
-        self.metrics.requests.labels(path, str(status)).inc()
-        self.metrics.latency.labels(path).observe(elapsed)
-        if info.get("error"):
-            self.metrics.errors.labels(info["error"]).inc()
-        client = scope.get("client") or ("", 0)
-        fields = {"request_id": rid, "method": scope["method"], "path": scope["path"], "status": status,
-                  "latency_ms": round(elapsed * 1000.0, 2), "client": client[0],
-                  "key_id": key_id(presented) if presented else None, **info}
-        log_access(fields, [*self.config.api_keys, *([presented] if presented else [])])
+    return replay
+
+
+def front(app: ASGIApp, config: GatewayConfig, metrics: Metrics) -> ASGIApp:
+    """``app`` behind every layer, in order (the last wrapped is the outermost)."""
+    for layer in (BodyLimit, Auth, HostCheck):
+        app = layer(app, config)
+    outer = RequestId(AccessLog(app, config, metrics))
+    outer.gateway_config = config  # type: ignore[attr-defined]  # BackgroundServer reads its bounds off the app
+    return outer

@@ -38,6 +38,8 @@ class Metrics:
         self.questions = Counter("jev_gateway_questions", "Questions answered", ["model"], registry=r)
         self.errors = Counter("jev_gateway_errors", "Error responses by type", ["type"], registry=r)
         self.in_flight = Gauge("jev_gateway_in_flight", "System One requests being answered", registry=r)
+        self.refused = Counter("jev_gateway_connections_refused", "Connections the protocol answered and closed "
+                               "itself (request_timeout, too_many_connections, bad_request)", ["type"], registry=r)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

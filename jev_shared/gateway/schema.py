@@ -4,15 +4,20 @@ The engine's own ``api="systemone"`` client sends exactly ``{state, model, quest
 question a dumped ``Choice`` / ``Score`` / ``Noul``. The options come where ``how-it-works.txt``
 puts them, ``request: {total_timeout_seconds, prompt_layout}`` and ``backend: {max_concurrency,
 timeout_seconds, top_logprobs}``, or flat at the top level; both at once must agree.
-Questions stay plain dicts here: the engine validates them, so a bad one is named as it names it.
+Questions stay plain dicts when parsed: the engine validates them, so a bad one is named as it names
+it. The OpenAPI document still shows their union (choice, score, noul, told apart by ``type``):
+:data:`QuestionDoc` is the engine's own models with ``type`` required, and the request's
+``questions`` refers to it. The response models document what the routes send.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from jev_shared import Choice, ChoiceAnswer, Noul, NoulAnswer, Score, ScoreAnswer, Usage
 
 #: The engine's layouts (its constructor checks them too); how-it-works has fused and split.
 Layout = Literal["state_last", "split", "fused"]
@@ -40,6 +45,33 @@ class BackendOptions(BaseModel):
     top_logprobs: int | None = Field(None, ge=1, le=MAX_TOP_LOGPROBS, description="the logprob window asked for")
 
 
+class ChoiceQuestion(Choice):
+    """Pick one option; ``criteria`` maps each option to its description (1-255 options)."""
+
+    type: Literal["choice"]
+
+
+class ScoreQuestion(Score):
+    """Place the state on ordered levels 0..n-1 (2-10 levels)."""
+
+    type: Literal["score"]
+
+
+class NoulQuestion(Noul):
+    """A yes/no statement; the answer is the probability that it is true."""
+
+    type: Literal["noul"]
+
+
+#: The question union as documented: the engine's models, ``type`` the discriminator.
+QuestionDoc = Annotated[ChoiceQuestion | ScoreQuestion | NoulQuestion, Field(discriminator="type")]
+QUESTION_REF = "#/components/schemas/Question"
+#: ``questions`` is parsed as a plain mapping (the engine validates it) and documented as the union.
+Questions = Annotated[dict[str, Any], WithJsonSchema({
+    "type": "object", "minProperties": 1, "additionalProperties": {"$ref": QUESTION_REF},
+    "description": "id -> question (choice, score or noul, told apart by `type`), answered in this order"})]
+
+
 class SystemOneRequest(RequestOptions, BackendOptions):
     """``{model, state, questions}`` as the hosted API has it; options nested or flat."""
 
@@ -47,14 +79,67 @@ class SystemOneRequest(RequestOptions, BackendOptions):
 
     model: str = Field(min_length=1)
     state: Any = Field(description="text, a JSON object or list, or chat turns")
-    questions: dict[str, Any] = Field(description="id -> {type: choice|score|noul, instructions, criteria}")
+    questions: Questions
     request: RequestOptions | None = None
     backend: BackendOptions | None = None
 
 
+AnswerDoc = Annotated[ChoiceAnswer | ScoreAnswer | NoulAnswer, Field(discriminator="type")]
+
+
+class SystemOneReply(BaseModel):
+    """The engine's ``SystemOneResponse`` without ``debug``: answers in question order, and usage."""
+
+    model: str
+    answers: dict[str, AnswerDoc]
+    usage: Usage
+
+
+class ErrorDetail(BaseModel):
+    type: str = Field(description="a stable machine name: invalid_question, rate_limited, timeout, ...")
+    message: str
+    question_id: str | None = None
+    field: str | None = Field(None, description="the dotted path from the body's root (questions.team.criteria)")
+
+
+class ErrorBody(BaseModel):
+    """Every error the gateway answers, whatever its status."""
+
+    error: ErrorDetail
+
+
+class ModelCard(BaseModel):
+    """One model, readable as OpenAI's (``id``, ``object``, ``created``, ``owned_by``) and as the
+    System One API's (``name``, ``description``, ``release_date``)."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "jev"
+    name: str
+    description: str
+    release_date: str = Field(description="YYYY-MM-DD: the day this gateway started serving it")
+
+
+class ModelList(BaseModel):
+    """OpenAI's list shape (``data``) and the System One API's (``models``), the same cards in both."""
+
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+    models: list[ModelCard]
+
+
+class Health(BaseModel):
+    status: Literal["ok", "warming"] = "ok"
+    ready: bool = Field(True, description="false while --warm questions are being prepared")
+    models: list[str]
+    in_flight: int
+
+
 @dataclass(frozen=True)
 class EngineOptions:
-    """What picks (or builds) an engine client: the options the engine takes at construction."""
+    """A request's engine options: per call (layout, window, concurrency), and the per-attempt timeout
+    (the one the engine takes at construction: it picks the model client's twin)."""
 
     layout: str
     max_concurrency: int

@@ -7,8 +7,7 @@ import json
 import pytest
 
 from jev_shared.batch import BatchTotals, Item, ItemResult, decide_batch
-from jev_shared.batch_cli import PlainProgress
-from jev_shared.batch_io import (
+from jev_shared.batch.files import (
     CHARS_PER_TOKEN,
     TOKENS_PER_MESSAGE,
     AnswerLog,
@@ -19,7 +18,8 @@ from jev_shared.batch_io import (
     repair_tail,
     to_decide,
 )
-from jev_shared.batch_report import review_rows, summarize
+from jev_shared.batch.report import review_rows, summarize
+from jev_shared.cli.decide_batch import PlainProgress
 from tests.batch.conftest import QUESTIONS
 from tests.batch.test_batch_api import sync_client, tickets
 
@@ -74,8 +74,10 @@ def test_what_is_left_to_decide(tmp_path):
 
 def test_the_estimate_measures_the_messages_the_engine_sends(stub):
     items = [Item(i, s) for i, s in tickets(4)]
-    est = estimate(items, QUESTIONS)
-    decide_batch(sync_client(stub), items, QUESTIONS)
+    client = sync_client(stub)
+    est = estimate(client, items, QUESTIONS)
+    assert stub.requests == 0  # the preview sends nothing
+    decide_batch(client, items, QUESTIONS)
     sent = [m for body in stub.bodies for m in body["messages"]]
     assert est["requests"] == stub.requests == 8 and est["output_tokens"] == 8
     assert est["input_tokens"] == int(sum(len(m["content"]) for m in sent) / CHARS_PER_TOKEN) \

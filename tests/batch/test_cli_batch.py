@@ -48,7 +48,8 @@ def test_a_jsonl_batch_logs_one_line_per_id_with_its_own_answers(stub, tmp_path)
     out = decide(stub, tmp_path, write_jsonl(tmp_path / "in.jsonl", ROWS))
     assert out.returncode == 0, out.stderr
     lines = {json.dumps(rec["id"]): rec for rec in log_lines(tmp_path / "answers.jsonl")}
-    assert set(lines) == {'"a"', '"b"', "3"} and stub.requests == 6
+    assert set(lines) == {'"a"', '"b"', "3"} and stub.requests == 2 + 6  # prepare's, then the items'
+    assert "jev decide: prepared 2 question(s): 2 call(s)" in out.stderr  # one line, before the bar
     assert lines['"a"']["answers"]["team"]["choice"] == "billing" and lines['"a"']["answers"]["spam"]["noul"] > 0.9
     assert lines['"b"']["answers"]["team"]["choice"] == "technical" and lines['"b"']["error"] is None
     assert lines['"b"']["usage"]["n_calls"] == 2
@@ -76,7 +77,7 @@ def test_failures_are_logged_by_type_and_retried_only_when_asked(stub, tmp_path)
     assert decide(stub, tmp_path, inp, questions={"team": QUESTIONS["team"]}).returncode == 0 and stub.requests == 0
     inp.write_text(inp.read_text().replace("#boom# ", ""))  # the fault is gone
     fixed = decide(stub, tmp_path, inp, "--retry-failed", questions={"team": QUESTIONS["team"]})
-    assert fixed.returncode == 0 and stub.requests == 1
+    assert fixed.returncode == 0 and stub.requests == 1 + 1  # prepare, then the retried item
     assert json.loads(fixed.stdout)["answered"] == 4 and json.loads(fixed.stdout)["failed"] == {}
 
 
@@ -86,7 +87,7 @@ def test_a_csv_column_and_the_review_queue_of_unsure_choices(stub, tmp_path):
     out = decide(stub, tmp_path, inp, "--column", "body", "--id-column", "ticket", "--method", "grammar",
                  questions=ROUTING)
     assert out.returncode == 0, out.stderr
-    assert stub.requests == 2 and all("grammar" in body for body in stub.bodies)  # --method reached the wire
+    assert stub.requests == 1 + 2 and all("grammar" in body for body in stub.bodies)  # --method reached the wire
     summary = json.loads(out.stdout)
     assert summary["below_threshold"]["team"] == {"answered": 2, "below": 1, "share": 0.5}
     review = log_lines(tmp_path / "answers.review.jsonl")
@@ -134,12 +135,12 @@ def test_killed_half_way_and_resumed_no_item_twice_none_lost(stub, tmp_path):
     args = ["decide", "--input", str(tmp_path / "tickets.csv"), "--column", "text", "--questions",
             str(write_questions(tmp_path / "q.json")), "--output", str(tmp_path / "answers.jsonl"),
             "--backend-url", stub.base_url, "--model", "m", "--concurrency", "4", "--no-progress"]
-    stub.hold_after = 500
+    stub.hold_after = 501  # prepare's one request, then 500 items
     proc = subprocess.Popen([*jev_cmd(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ}, start_new_session=True)
     try:
         log = tmp_path / "answers.jsonl"
-        wait_for(lambda: stub.requests == 504 and complete_lines(log) == 500, "500 lines and 4 held requests")
+        wait_for(lambda: stub.requests == 505 and complete_lines(log) == 500, "500 lines and 4 held requests")
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
     finally:
@@ -152,7 +153,7 @@ def test_killed_half_way_and_resumed_no_item_twice_none_lost(stub, tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     after = log_lines(log)
     ids = Counter(r["id"] for r in after)
-    assert len(before) == 500 and stub.requests == 500  # the rerun asked only for the 500 not in the log
+    assert len(before) == 500 and stub.requests == 1 + 500  # the rerun asked only for the 500 not in the log
     assert len(after) == 1000 and max(ids.values()) == 1 and set(ids) == {r["id"] for r in rows}
     labels = {r["id"]: r["label"] for r in rows}
     assert all(r["answers"]["team"]["choice"] == labels[r["id"]] for r in after)  # each id kept its own answer
@@ -167,5 +168,5 @@ def test_a_torn_last_line_is_cut_off_and_its_item_decided_again(stub, tmp_path):
     log.write_text("".join(lines[:2]) + lines[2][: len(lines[2]) // 2])  # killed mid-write
     stub.reset()
     out = decide(stub, tmp_path, inp)
-    assert out.returncode == 0 and stub.requests == 2  # the torn item, both questions
+    assert out.returncode == 0 and stub.requests == 2 + 2  # prepare, then the torn item, both questions
     assert sorted(json.dumps(r["id"]) for r in log_lines(log)) == sorted(['"a"', '"b"', "3"])

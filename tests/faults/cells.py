@@ -184,9 +184,11 @@ CELLS: tuple[Cell, ...] = (
          check=_retried),
     Cell("connection reset forever (`max_retries=1`)", ALL, (k.reset,), "`ProviderError` with no status",
          ProviderError, requests=2, forever=True, options=_FAST, check=_status(None)),
-    Cell("hanging server (`timeout=0.3`)", ALL, (k.hang(0.8),),
+    # the server holds 0.5 s, then resets: a retry after the timeout would arrive at once (no backoff
+    # here), well inside the 0.8 s settle
+    Cell("hanging server (`timeout=0.3`)", ALL, (k.hang(0.5),),
          "`DecisionTimeoutError`; no request leaves after the call failed", DecisionTimeoutError, forever=True,
-         call={"timeout": 0.3}, settle=1.3),
+         call={"timeout": 0.3}, settle=0.8),
     Cell("10 MB body", ALL, (k.huge,), "answered", check=_billing),
     *(Cell(f"malformed 200: {name.replace('_', ' ')}", ALL, (fault,),
            "`ProviderError` (never a JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError)", ProviderError,

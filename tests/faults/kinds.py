@@ -6,6 +6,8 @@ import json
 import math
 from collections.abc import Callable
 
+from tests.helpers.replies import error_reply
+
 from . import replies as r
 from .server import Fault, Hang, Reply, Request, Reset, json_reply
 
@@ -77,15 +79,7 @@ def no_label(req: Request) -> Reply:
 def error(status: int, message: str, *, param: str | None = None, code: str | None = None,
           headers: dict[str, str] | None = None) -> Fault:
     """An HTTP error with an OpenAI-style body (Anthropic's ``{type: error, error: {...}}`` on Messages)."""
-
-    def fault(req: Request) -> Reply:
-        if req.surface == "messages":
-            body = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
-        else:
-            body = {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
-        return json_reply(body, status, headers)
-
-    return fault
+    return lambda req: error_reply(req, status, message, param=param, code=code, headers=headers)
 
 
 def refuse_field(req: Request) -> Reply:

@@ -3,7 +3,8 @@
 A good reply is what a sensible model would send: for a token method one label token whose
 ``top_logprobs`` window holds the labels the prompt asks for (first label most likely); for a
 JSON method an object of the shape the request's schema asks for. The builders also make the
-faulty shapes (a refusal, a cut-off answer, a bare window) in each surface's own words.
+faulty shapes (a refusal, a cut-off answer, a bare window) in each surface's own words, from the
+shared builders of :mod:`tests.helpers.replies`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,17 @@ import json
 import re
 from typing import Any
 
-from .server import Reply, Request, json_reply
+from tests.helpers.replies import (  # noqa: F401 - the builders the fault kinds use, under one name
+    chat,
+    messages,
+    output_text,
+    responses,
+    text_block,
+    text_reply,
+    tokens_reply,
+    window,
+)
+from tests.helpers.wire import Reply, Request, json_reply
 
 _ASKED = re.compile(r"Answer with exactly one (?:letter|option name|digit|word) \(([^)]*)\)")
 _PROMPT_SCHEMA = "matching this schema, and nothing else:\n"
@@ -74,65 +85,9 @@ def answer_for(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: 8 if i == 0 else 2 for i, k in enumerate(props)}
 
 
-def window(pairs: list[tuple[str, float]]) -> list[dict[str, Any]]:
-    """One answer token (the first pair) and its top_logprobs window, as Chat and Responses send it."""
-    alts = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in pairs]
-    return [{**alts[0], "top_logprobs": alts}]
-
-
 def label_window(symbols: list[str]) -> list[dict[str, Any]]:
     pairs = [(s, -0.1 - 2.0 * i) for i, s in enumerate(symbols)] + [(f, -9.0 - i) for i, f in enumerate(FILLER)]
     return window(pairs)
-
-
-# --- one reply per surface ---------------------------------------------------------------------
-
-
-def chat(content: str | None, logprobs: Any = None, finish: str = "stop", **message: Any) -> dict[str, Any]:
-    return {"id": "chatcmpl-fault", "object": "chat.completion", "created": 0, "model": "fault-model",
-            "choices": [{"index": 0, "finish_reason": finish, "logprobs": logprobs,
-                         "message": {"role": "assistant", "content": content, "refusal": None, **message}}],
-            "usage": {"prompt_tokens": 90, "completion_tokens": 1, "total_tokens": 91}}
-
-
-def responses(parts: list[dict[str, Any]], status: str = "completed", reason: str | None = None,
-              before: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    output = list(before or [])
-    if parts:
-        output.append({"type": "message", "id": "msg_fault", "status": status, "role": "assistant", "content": parts})
-    return {"id": "resp_fault", "object": "response", "created_at": 0, "status": status, "model": "fault-model",
-            "output": output, "incomplete_details": {"reason": reason} if reason else None,
-            "usage": {"input_tokens": 90, "output_tokens": 1, "total_tokens": 91}}
-
-
-def output_text(text: str, logprobs: Any = None) -> dict[str, Any]:
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": [] if logprobs is None else logprobs}
-
-
-def messages(content: list[dict[str, Any]], stop: Any = "end_turn") -> dict[str, Any]:
-    return {"id": "msg_fault", "type": "message", "role": "assistant", "model": "fault-model", "content": content,
-            "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 90, "output_tokens": 12}}
-
-
-def text_block(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def tokens_reply(req: Request, entries: Any, *, finish: str = "length") -> dict[str, Any]:
-    """A one-token reply carrying ``entries`` as its logprobs (a Chat ``logprobs`` object's content)."""
-    text = str(entries[0]["token"]) if isinstance(entries, list) and entries else ""
-    if req.surface == "responses":
-        return responses([output_text(text, entries)])
-    return chat(text, {"content": entries} if entries is not None else None, finish)
-
-
-def text_reply(req: Request, text: str) -> dict[str, Any]:
-    """A finished text answer on the request's surface."""
-    if req.surface == "responses":
-        return responses([output_text(text)])
-    if req.surface == "messages":
-        return messages([text_block(text)])
-    return chat(text)
 
 
 def good(req: Request) -> Reply:

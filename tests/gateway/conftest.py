@@ -1,10 +1,13 @@
-"""Gateway fixtures: a fault-injecting stub backend, and the gateway under uvicorn on loopback."""
+"""Gateway fixtures: a fault-injecting stub backend; the gateway in process (``httpx.ASGITransport``,
+for the contract tests) and under uvicorn on loopback (for SDK, slow-client, CLI and load tests)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 
 import httpx
 import pytest
@@ -50,31 +53,46 @@ def gateway_url(stub_backend):
         yield url
 
 
-@pytest.fixture(scope="session")
-def faulty_url(stub_backend):
-    """A gateway of its own for backend-fault tests, so what its engine learns from faulty backends
-    (refused fields, surfaces) never leaks into the tests that share the main gateway."""
-    with running(config_for(stub_backend)) as url:
-        yield url
-
-
-def client_for(url: str) -> httpx.Client:
-    return httpx.Client(base_url=url, headers={"authorization": f"Bearer {KEY}"}, timeout=30)
-
-
-@pytest.fixture
-def http(gateway_url):
-    with client_for(gateway_url) as client:
-        yield client
-
-
-@pytest.fixture
-def faulty(faulty_url):
-    with client_for(faulty_url) as client:
-        yield client
-
-
 @pytest.fixture
 def access_log(caplog):
     caplog.set_level(logging.INFO, logger="jev_shared.gateway.access")
     return caplog
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@asynccontextmanager
+async def lifespan(app) -> AsyncIterator[None]:
+    """The app's start-up and shutdown, as uvicorn runs them (ASGITransport does not)."""
+    inbox: asyncio.Queue = asyncio.Queue()
+    outbox: asyncio.Queue = asyncio.Queue()
+    task = asyncio.create_task(app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, inbox.get, outbox.put))
+    await inbox.put({"type": "lifespan.startup"})
+    assert (await outbox.get())["type"] == "lifespan.startup.complete"
+    try:
+        yield
+    finally:
+        await inbox.put({"type": "lifespan.shutdown"})
+        await outbox.get()
+        await task
+
+
+@asynccontextmanager
+async def client(app, host: str = "127.0.0.1:8000", key: str | None = KEY,
+                 start: bool = True) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client on ``app`` in process; the app started and, after, shut down (its engine clients
+    closed), unless ``start`` is False (a second client on an app already started)."""
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    async with lifespan(app) if start else nullcontext(), httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url=f"http://{host}", headers=headers) as http:
+        yield http
+
+
+@asynccontextmanager
+async def gateway(stub: FaultStub, **config) -> AsyncIterator[httpx.AsyncClient]:
+    """A gateway of its own (keys on, no engine retries, a 20 kB body limit) on ``stub``, in process."""
+    async with client(create_app(config_for(stub, **config))) as http:
+        yield http

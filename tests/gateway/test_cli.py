@@ -27,7 +27,12 @@ def jev(*args: str, env: dict[str, str] | None = None, **kw) -> subprocess.Compl
 def test_help_lists_the_commands():
     out = jev("--help")
     assert out.returncode == 0 and "serve" in out.stdout and "decide" in out.stdout
-    assert "--backend-url" in jev("serve", "--help").stdout and "--questions" in jev("decide", "--help").stdout
+    serve = jev("serve", "--help").stdout
+    assert "--backend-url" in serve and "--questions" in jev("decide", "--help").stdout
+    for flag in ("--max-questions", "--max-calls-per-key", "--max-connections", "--header-timeout", "--body-timeout",
+                 "--allowed-host", "--warm", "--no-cache"):
+        assert flag in serve, flag
+    assert "--no-cache" in jev("decide", "--help").stdout
 
 
 def test_serve_refuses_a_public_host_without_keys():
@@ -55,13 +60,13 @@ def test_decide_reads_questions_from_a_file_and_reports_a_bad_one(stub, tmp_path
     assert json.loads(out.stderr)["error"]["field"] == "questions.urgency.criteria"
 
 
-def start_serve(*args: str) -> tuple[subprocess.Popen, str]:
-    """``jev serve`` on a free port, once /healthz answers."""
+def start_serve(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
+    """``jev serve`` on a free port, once /healthz answers 200 (ready)."""
     port = free_port()
     exe = shutil.which("jev")
     cmd = [exe] if exe else [sys.executable, "-m", "jev_shared.cli"]
     proc = subprocess.Popen([*cmd, "serve", "--port", str(port), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "JEV_API_KEYS": KEY})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "JEV_API_KEYS": KEY, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:
@@ -102,3 +107,48 @@ def test_serve_without_a_backend_starts_the_embedded_model():
         proc.terminate()
         _, err = proc.communicate(timeout=30)
     assert "embedded model qwen2.5-coder-0.5b" in err  # LocalServer()'s default, the model that decides
+
+
+#: A ``sitecustomize`` that hides packages named in ``$JEV_TEST_HIDE`` (modules and distributions), so a
+#: subprocess runs as on a machine without that extra installed.
+HIDER = '''
+import importlib.abc, importlib.metadata, os, sys
+HIDE = {n for n in os.environ.get("JEV_TEST_HIDE", "").split(",") if n}
+
+class _Hide(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HIDE:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, _Hide())
+_distribution = importlib.metadata.distribution
+
+def distribution(name):
+    if name in HIDE:
+        raise importlib.metadata.PackageNotFoundError(name)
+    return _distribution(name)
+
+importlib.metadata.distribution = distribution
+'''
+
+
+def without(tmp_path, *hidden: str) -> dict[str, str]:
+    (tmp_path / "sitecustomize.py").write_text(HIDER)
+    return {"JEV_TEST_HIDE": ",".join(hidden), "PYTHONPATH": os.pathsep.join(
+        [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
+def test_serve_without_the_serve_extra_says_how_to_install_it(tmp_path):
+    out = jev("serve", "--backend-url", "http://127.0.0.1:9/v1", "--model", "m", env={
+        **without(tmp_path, "uvicorn"), "JEV_API_KEYS": KEY})
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "uvicorn" in lines[0] and "pip install -e '.[serve,local]'" in lines[0]
+
+
+def test_decide_without_the_model_package_says_how_to_install_it(tmp_path):
+    out = jev("decide", "--state", "x", "--questions", json.dumps(SPAM), env=without(tmp_path, "xllamacpp"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "pip install -e '.[serve,local]'" in out.stderr and "--backend-url" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1

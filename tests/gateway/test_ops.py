@@ -1,38 +1,47 @@
-"""The gateway's operational surface: request ids, health, models, metrics, docs, the access log."""
+"""The gateway's operational surface, in process: request ids, health, models, metrics, docs, the access log."""
 
 from __future__ import annotations
 
 import json
 
-import httpx
+import pytest
 
 from jev_shared.gateway import is_loopback, load_keys
 from jev_shared.gateway.config import key_id
-from tests.gateway.conftest import KEY, MODEL, config_for, running
+from tests.gateway.conftest import KEY, MODEL, gateway
 
 SPAM = {"spam": {"type": "noul", "instructions": "This is spam."}}
+in_process = pytest.mark.anyio
 
 
-def test_request_id_is_echoed_when_sane_and_made_otherwise(http):
-    given = http.get("/healthz", headers={"x-request-id": "trace-42"})
-    assert given.headers["x-request-id"] == "trace-42" == given.headers["x-typesafe-request-id"]
-    made = http.get("/healthz", headers={"x-request-id": "bad id\twith tabs"})
-    assert made.headers["x-request-id"] != "bad id\twith tabs" and len(made.headers["x-request-id"]) == 32
-    assert http.get("/nowhere").headers["x-request-id"]
+@in_process
+async def test_request_id_is_echoed_when_sane_and_made_otherwise(stub):
+    async with gateway(stub) as http:
+        given = await http.get("/healthz", headers={"x-request-id": "trace-42"})
+        assert given.headers["x-request-id"] == "trace-42" == given.headers["x-typesafe-request-id"]
+        made = await http.get("/healthz", headers={"x-request-id": "bad id\twith tabs"})
+        assert made.headers["x-request-id"] != "bad id\twith tabs" and len(made.headers["x-request-id"]) == 32
+        assert (await http.get("/nowhere")).headers["x-request-id"]
 
 
-def test_healthz_and_models(gateway_url, http):
-    health = httpx.get(gateway_url + "/healthz")  # no key needed: load balancers probe it
-    assert health.status_code == 200 and health.json() == {"status": "ok", "models": [MODEL], "in_flight": 0}
-    assert http.get("/v1/models").json() == {"object": "list",
-                                             "data": [{"id": MODEL, "object": "model", "owned_by": "jev"}]}
-    assert httpx.get(gateway_url + "/v1/models").status_code == 401
+@in_process
+async def test_healthz_and_models(stub):
+    async with gateway(stub) as http:
+        health = await http.get("/healthz", headers={"authorization": ""})  # no key needed: load balancers probe it
+        assert health.status_code == 200 and health.json() == {"status": "ok", "ready": True, "models": [MODEL],
+                                                               "in_flight": 0}
+        listed = (await http.get("/v1/models")).json()
+        assert listed["object"] == "list" and [m["id"] for m in listed["data"]] == [MODEL]
+        assert [m["name"] for m in listed["models"]] == [MODEL]  # System One's shape, beside OpenAI's
+        assert (await http.get("/v1/models", headers={"authorization": ""})).status_code == 401
 
 
-def test_metrics_count_requests_backend_calls_and_errors(gateway_url, http, stub):
-    http.post("/v1/systemone", json={"model": MODEL, "state": "x truth=yes", "questions": SPAM})
-    http.post("/v1/systemone", json={"model": "nope", "state": "x", "questions": SPAM})
-    text = httpx.get(gateway_url + "/metrics").text
+@in_process
+async def test_metrics_count_requests_backend_calls_and_errors(stub):
+    async with gateway(stub) as http:
+        await http.post("/v1/systemone", json={"model": MODEL, "state": "x truth=yes", "questions": SPAM})
+        await http.post("/v1/systemone", json={"model": "nope", "state": "x", "questions": SPAM})
+        text = (await http.get("/metrics", headers={"authorization": ""})).text
     assert 'jev_gateway_requests_total{path="/v1/systemone",status="200"}' in text
     assert 'jev_gateway_errors_total{type="model_not_found"}' in text
     assert 'jev_gateway_request_seconds_bucket{le="0.005",path="/v1/systemone"}' in text
@@ -40,16 +49,20 @@ def test_metrics_count_requests_backend_calls_and_errors(gateway_url, http, stub
     assert "jev_gateway_in_flight 0.0" in text
 
 
-def test_openapi_documents_the_endpoint(gateway_url):
-    spec = httpx.get(gateway_url + "/openapi.json").json()
+@in_process
+async def test_openapi_documents_the_endpoint(stub):
+    async with gateway(stub) as http:
+        spec = (await http.get("/openapi.json")).json()
+        assert (await http.get("/docs")).status_code == 200
     post = spec["paths"]["/v1/systemone"]["post"]
-    assert {"401", "404", "413", "422", "429", "502", "504"} <= set(post["responses"])
-    assert httpx.get(gateway_url + "/docs").status_code == 200
+    assert {"401", "403", "404", "408", "413", "422", "429", "502", "504"} <= set(post["responses"])
 
 
-def test_access_log_is_one_json_line_per_request_with_the_key_redacted(http, access_log, stub):
-    http.post("/v1/systemone?api_key=" + KEY, json={"model": MODEL, "state": "x", "questions": SPAM},
-              headers={"x-request-id": "log-1", "user-agent": f"tool/{KEY}"})
+@in_process
+async def test_access_log_is_one_json_line_per_request_with_the_key_redacted(stub, access_log):
+    async with gateway(stub) as http:
+        await http.post("/v1/systemone?api_key=" + KEY, json={"model": MODEL, "state": "x", "questions": SPAM},
+                        headers={"x-request-id": "log-1", "user-agent": f"tool/{KEY}"})
     lines = [r.getMessage() for r in access_log.records if r.name == "jev_shared.gateway.access"]
     assert lines and all(KEY not in line for line in lines)
     entry = json.loads(next(line for line in lines if '"log-1"' in line))
@@ -57,17 +70,25 @@ def test_access_log_is_one_json_line_per_request_with_the_key_redacted(http, acc
     assert entry["key_id"] == key_id(KEY) and entry["n_questions"] == 1 and entry["latency_ms"] > 0
 
 
-def test_access_log_names_the_error_type(http, access_log):
-    http.post("/v1/systemone", json={"model": "nope", "state": "x", "questions": SPAM},
-              headers={"x-request-id": "log-2"})
-    entry = json.loads(next(r.getMessage() for r in access_log.records if '"log-2"' in r.getMessage()))
-    assert entry["status"] == 404 and entry["error"] == "model_not_found"
+@in_process
+async def test_access_log_names_the_error_type(stub, access_log):
+    async with gateway(stub) as http:
+        await http.post("/v1/systemone", json={"model": "nope", "state": "x", "questions": SPAM},
+                        headers={"x-request-id": "log-2"})
+        await http.post("/v1/systemone", json={"model": MODEL, "state": "x", "questions": SPAM},
+                        headers={"x-request-id": "log-3", "authorization": "Bearer wrong"})
+    entries = {json.loads(r.getMessage())["request_id"]: json.loads(r.getMessage()) for r in access_log.records
+               if r.name == "jev_shared.gateway.access"}
+    assert entries["log-2"]["status"] == 404 and entries["log-2"]["error"] == "model_not_found"
+    assert entries["log-3"]["status"] == 401 and entries["log-3"]["error"] == "unauthorized"
+    assert "key" not in entries["log-3"] and "wrong" not in json.dumps(entries["log-3"])
 
 
-def test_without_keys_anyone_on_loopback_may_call(stub):
-    with running(config_for(stub, api_keys=frozenset())) as url:
-        resp = httpx.post(url + "/v1/systemone", json={"model": MODEL, "state": "x truth=yes", "questions": SPAM})
-        assert resp.status_code == 200 and resp.json()["answers"]["spam"]["noul"] > 0.9
+@in_process
+async def test_without_keys_anyone_on_loopback_may_call(stub):
+    async with gateway(stub, api_keys=frozenset()) as http:
+        resp = await http.post("/v1/systemone", json={"model": MODEL, "state": "x truth=yes", "questions": SPAM})
+    assert resp.status_code == 200 and resp.json()["answers"]["spam"]["noul"] > 0.9
 
 
 def test_keys_come_from_the_environment_and_a_file(tmp_path, monkeypatch):

@@ -1,18 +1,17 @@
-"""Fakes and a callback recorder for the LangChain door's tests.
+"""Provider doubles and a callback recorder for the LangChain door's tests.
 
 The embedded SmolLM2 model decides near chance, so a test that needs a *known* decision uses
-:class:`FakeOpenAI`: an OpenAI-compatible stand-in that returns a fixed logprob window, because a
-real model's choice cannot be fixed. Live tests (``local_server``) assert on mechanics only.
+:func:`window_openai`: the real ``openai.OpenAI`` over an in-process transport (``tests.helpers``)
+whose every reply is one token with a fixed logprob window, because a real model's choice cannot
+be fixed. The requests it was sent are on ``.wire``. Live tests (``local_server``) assert on
+mechanics only.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import time
-from types import SimpleNamespace
 from typing import Any
 
+import openai
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -20,6 +19,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from jev_shared import AsyncSystemOneClient, SystemOneClient
+from tests.helpers import aprovider, fails, provider, windows
 
 #: Label A (first option / noul "true") far ahead of B: a confident first choice.
 FIRST = {"A": -0.1, "B": -3.0}
@@ -27,72 +27,42 @@ FIRST = {"A": -0.1, "B": -3.0}
 SECOND = {"A": -3.0, "B": -0.1}
 #: A near tie: low confidence.
 TIE = {"A": -0.69, "B": -0.70}
+#: What a failing provider says (an HTTP 400, so the engine does not retry it).
+DOWN = "the provider is down"
 
 
-class BadRequest(Exception):
-    """A non-transient provider failure (HTTP 400), so the engine does not retry it."""
-
-    status_code = 400
+def _answers(window: dict[str, float] | None, fail: bool) -> Any:
+    return fails(400, DOWN) if fail else windows(window or FIRST)
 
 
-class FakeOpenAI:
-    """``chat.completions.create`` returning one token whose window is ``window`` (label → logprob)."""
-
-    def __init__(self, window: dict[str, float] | None = None, *, delay: float = 0.0, fail: bool = False) -> None:
-        self.window = window or FIRST
-        self.delay = delay
-        self.fail = fail
-        self.calls: list[dict[str, Any]] = []
-        self.active = 0
-        self.peak = 0
-        self._lock = threading.Lock()
-        self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
-
-    def reply(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        self.calls.append(kwargs)
-        if self.fail:
-            raise BadRequest("the provider is down")
-        top = [{"token": t, "logprob": lp} for t, lp in self.window.items()]
-        best = max(top, key=lambda e: e["logprob"])
-        entry = {"token": best["token"], "logprob": best["logprob"], "top_logprobs": top}
-        return {"choices": [{"message": {"role": "assistant", "content": best["token"]}, "finish_reason": "length",
-                             "logprobs": {"content": [entry]}}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 1}}
-
-    def _enter(self) -> None:
-        with self._lock:
-            self.active += 1
-            self.peak = max(self.peak, self.active)
-
-    def _leave(self) -> None:
-        with self._lock:
-            self.active -= 1
-
-    def create(self, **kwargs: Any) -> dict[str, Any]:
-        self._enter()
-        try:
-            time.sleep(self.delay)
-            return self.reply(kwargs)
-        finally:
-            self._leave()
+def _with_calls(client: Any) -> Any:
+    client.calls = client.wire  # the name the hand-written fake had: each request body, as sent
+    return client
 
 
-class AsyncFakeOpenAI(FakeOpenAI):
-    async def create(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
-        self._enter()
-        try:
-            await asyncio.sleep(self.delay)
-            return self.reply(kwargs)
-        finally:
-            self._leave()
+def window_openai(window: dict[str, float] | None = None, *, delay: float = 0.0, fail: bool = False) -> openai.OpenAI:
+    """A real ``openai.OpenAI`` answering every call with one token whose window is ``window`` (label → logprob),
+    or, with ``fail``, a 400; ``delay`` seconds a request (``.wire.peak`` counts how many overlapped)."""
+    return _with_calls(provider(_answers(window, fail), delay=delay))
+
+
+def window_async_openai(window: dict[str, float] | None = None, *, delay: float = 0.0,
+                        fail: bool = False) -> openai.AsyncOpenAI:
+    """The async twin: a real ``openai.AsyncOpenAI``."""
+    return _with_calls(aprovider(_answers(window, fail), delay=delay))
+
+
+#: The names these doubles had when they were hand-written classes (other test files import them).
+FakeOpenAI = window_openai
+AsyncFakeOpenAI = window_async_openai
 
 
 def fake_client(window: dict[str, float] | None = None, **kw: Any) -> SystemOneClient:
-    return SystemOneClient(FakeOpenAI(window, **kw), model="fake", labels="letters")
+    return SystemOneClient(window_openai(window, **kw), model="fake", labels="letters")
 
 
 def fake_async_client(window: dict[str, float] | None = None, **kw: Any) -> AsyncSystemOneClient:
-    return AsyncSystemOneClient(AsyncFakeOpenAI(window, **kw), model="fake", labels="letters")
+    return AsyncSystemOneClient(window_async_openai(window, **kw), model="fake", labels="letters")
 
 
 class Recorder(BaseCallbackHandler):
@@ -132,7 +102,9 @@ class Recorder(BaseCallbackHandler):
 class ScriptedChatModel(BaseChatModel):
     """Replies with ``replies`` in turn (the last one repeats) and records what it was sent.
 
-    Stands in for an agent's own model: the embedded 135M model cannot drive an agent's tool calls.
+    Kept as a double on purpose: it stands in for an agent's own LangChain chat model, which must
+    emit scripted *tool calls*; the embedded 135M model cannot drive them, and a real provider SDK is
+    not what the agent loop calls (LangChain's ``BaseChatModel`` is).
     """
 
     replies: list[AIMessage]

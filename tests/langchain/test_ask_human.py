@@ -55,7 +55,7 @@ def test_an_unsure_call_pauses_for_a_person_and_runs_once_approved():
     done = agent.invoke(Command(resume={"type": "edit", "edited_action": {"name": "refund", "args": {"amount": 9}}}),
                         cfg)
     assert RAN == [{"amount": 9}] and done["messages"][-1].content == "done"
-    assert len(fake.calls) == 1  # the resumed run reuses the decision it paused on
+    assert len(fake.wire) == 1  # the resumed run reuses the decision it paused on
 
 
 def test_a_rejected_call_never_runs_and_sure_calls_never_pause():
@@ -84,7 +84,7 @@ def test_the_guard_is_a_when_predicate_for_human_in_the_loop_middleware():
     paused = agent.invoke({"messages": [HumanMessage("refund")]}, cfg)
     assert paused["__interrupt__"] and RAN == []
     agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg)
-    assert RAN == [{"amount": 90}] and len(fake.calls) == 1  # the predicate answered alike on resume
+    assert RAN == [{"amount": 90}] and len(fake.wire) == 1  # the predicate answered alike on resume
     sure = ToolCallGuard(fake_client(FIRST), threshold=0.9)
     auto = agent_with(HumanInTheLoopMiddleware(interrupt_on={"refund": {"allowed_decisions": ["approve"],
                                                                         "when": sure.when}}))

@@ -54,7 +54,7 @@ def test_router_rejects_other_misuse():
         JevRouter(fake_client(), routes, state="body")
     with pytest.raises(ValueError, match=r"examples\[0\].answer: 'c' is not one of the routes"):
         JevRouter(fake_client(), routes, examples=[Example(state="x", answer="c")])
-    with pytest.raises(TypeError, match="client must be a SystemOneClient.*got FakeOpenAI"):
+    with pytest.raises(TypeError, match="client must be a SystemOneClient.*got OpenAI"):
         JevRouter(FakeOpenAI(FIRST), routes)
 
 

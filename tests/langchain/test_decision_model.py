@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import openai
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.decisions import (
@@ -26,13 +27,13 @@ from .fakes import FIRST, SECOND, AsyncFakeOpenAI, FakeOpenAI
 NO_LABEL = {"Sure": -0.2, " I": -1.5}
 
 
-def model_over(window=FIRST) -> tuple[JevDecisionModel, FakeOpenAI]:
+def model_over(window=FIRST) -> tuple[JevDecisionModel, openai.OpenAI]:
     fake = FakeOpenAI(window)
     return JevDecisionModel(client=SystemOneClient(fake, model="fake", labels="letters")), fake
 
 
-def sent(fake: FakeOpenAI) -> str:
-    return json.dumps([c["messages"] for c in fake.calls], ensure_ascii=False)
+def sent(fake: openai.OpenAI) -> str:
+    return json.dumps([c["messages"] for c in fake.wire], ensure_ascii=False)
 
 
 class Ends(BaseCallbackHandler):
@@ -64,7 +65,7 @@ def test_it_is_a_langchain_decision_model_and_answers_by_question_id():
     assert resp.choices["team"].choice == "billing" and resp.choices["team"].confidence > 0.8
     assert resp.nouls["urgent"].noul > 0.9
     assert resp.usage == {"input_tokens": 20, "output_tokens": 2, "total_tokens": 22}
-    assert len(fake.calls) == 2
+    assert len(fake.wire) == 2
 
 
 def test_trace_carries_provider_model_usage_and_our_extras():
@@ -111,7 +112,7 @@ def test_a_box_question_and_media_are_refused_by_name_before_any_request():
                       "questions": {"q": Noul(instructions="ok?")}})
     with pytest.raises(InvalidQuestionError, match="'image' block"):
         model.invoke({"state": "x", "questions": {"q": Noul(instructions=["look", image])}})
-    assert fake.calls == []
+    assert fake.wire == []
 
 
 def test_state_as_text_message_or_json_with_messages_at_any_depth():
@@ -122,7 +123,7 @@ def test_state_as_text_message_or_json_with_messages_at_any_depth():
                                          AIMessage("", tool_calls=[{"name": "rm", "args": {"path": "/tmp"}, "id": "1"}])],
                             "tool_call": {"id": "1", "name": "rm", "args": {"path": "/tmp"}}},
                   "questions": q})
-    first, second = (json.dumps(c["messages"]) for c in fake.calls)
+    first, second = (json.dumps(c["messages"]) for c in fake.wire)
     assert "MESSAGE-ROOT" in first
     assert "delete my temp files" in second and '\\"tool_calls\\"' in second and '\\"/tmp\\"' in second
 
@@ -131,7 +132,7 @@ def test_async_is_native_with_an_async_client():
     fake = AsyncFakeOpenAI(SECOND)
     model = JevDecisionModel(client=AsyncSystemOneClient(fake, model="fake", labels="letters"))
     resp = asyncio.run(model.ainvoke({"state": "x", "questions": {"q": Noul(instructions="ok?")}}))
-    assert resp.nouls["q"].noul < 0.1 and len(fake.calls) == 1
+    assert resp.nouls["q"].noul < 0.1 and len(fake.wire) == 1
 
 
 def test_no_signal_raises_by_default_or_returns_the_uniform_stand_in():

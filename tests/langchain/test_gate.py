@@ -64,7 +64,7 @@ def test_a_provider_error_fails_closed_by_default():
     with pytest.raises(GateBlocked, match="the decision failed .*ProviderError") as info:
         (JevGate(SystemOneClient(fake, model="fake", labels="letters"), STATEMENT) | llm).invoke("hi")
     assert info.value.probability is None and "provider is down" in info.value.error
-    assert calls == [] and len(fake.calls) == 1
+    assert calls == [] and len(fake.wire) == 1
 
 
 def test_on_error_allow_and_raise():

@@ -76,7 +76,7 @@ def test_on_block_raise_stops_without_running_the_tool():
 def test_a_failed_decision_blocks_by_default():
     fake = FakeOpenAI(FIRST, fail=True)
     text = guard_tool(delete_file, SystemOneClient(fake, model="fake", labels="letters")).invoke({"path": "/a"})
-    assert "could not decide" in text and DELETED == [] and len(fake.calls) == 1
+    assert "could not decide" in text and DELETED == [] and len(fake.wire) == 1
     assert guard_tool(delete_file, fake_client(fail=True), on_error="allow").invoke({"path": "/b"}) == "deleted /b"
 
 
@@ -85,7 +85,7 @@ def test_the_guard_sees_the_tool_the_arguments_and_the_conversation():
     history = [HumanMessage("please clean up my temp folder")]
     guard_tool(delete_file, SystemOneClient(fake, model="fake", labels="letters"), conversation=lambda: history).invoke(
         {"path": "/tmp/cache"})
-    prompt = json.dumps(fake.calls[0]["messages"])
+    prompt = json.dumps(fake.wire[0]["messages"])
     assert "delete_file" in prompt and "/tmp/cache" in prompt and "please clean up my temp folder" in prompt
 
 

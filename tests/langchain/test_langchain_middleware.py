@@ -48,8 +48,8 @@ def test_auto_mode_blocks_a_risky_call():
         {"messages": [HumanMessage("clean up")]})
     [msg] = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert msg.status == "error" and "blocked" in msg.content and RAN == []
-    assert len(fake.calls) == 1
-    prompt = str(fake.calls[0]["messages"])
+    assert len(fake.wire) == 1
+    prompt = str(fake.wire[0]["messages"])
     assert "clean up" in prompt and "delete_repo" in prompt and "Permanently delete" in prompt
 
 
@@ -63,7 +63,7 @@ def test_auto_mode_runs_a_safe_call_sync_and_async():
     fake = AsyncFakeOpenAI(SECOND)
     agent = auto_mode_agent(JevDecisionModel(client=AsyncSystemOneClient(fake, model="fake", labels="letters")))
     asyncio.run(agent.ainvoke({"messages": [HumanMessage("delete prod")]}))
-    assert RAN == ["prod", "prod"] and len(fake.calls) == 1
+    assert RAN == ["prod", "prod"] and len(fake.wire) == 1
 
 
 def router_agent(window):
@@ -83,7 +83,7 @@ def test_model_router_picks_a_route_and_stores_it_in_state():
     out = agent.invoke({"messages": [HumanMessage("prove the Riemann hypothesis")]})
     assert out["model_route"].choice == "strong" and out["model_route"].probabilities["strong"] > 0.9
     assert out["messages"][-1].content == "strong answer" and fast.received == [] and len(strong.received) == 1
-    prompt = str(fake.calls[0]["messages"])
+    prompt = str(fake.wire[0]["messages"])
     assert "prove the Riemann hypothesis" in prompt and "hard reasoning" in prompt
 
 

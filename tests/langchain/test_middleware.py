@@ -72,7 +72,7 @@ def test_the_guard_sees_the_agent_conversation():
     fake = FakeOpenAI(FIRST)
     run_agent(scripted(("wire_money", {"to": "bob", "amount": 5})),
               JevToolGuardMiddleware(SystemOneClient(fake, model="fake", labels="letters")), prompt="PAY-BOB-PLEASE")
-    prompt = str(fake.calls[0]["messages"])
+    prompt = str(fake.wire[0]["messages"])
     assert "PAY-BOB-PLEASE" in prompt and "wire_money" in prompt
 
 
@@ -83,7 +83,7 @@ def test_tool_names_limits_which_calls_are_guarded():
     by_id = {m.tool_call_id: m for m in tool_messages(messages)}
     assert by_id["call-0"].content == "balance: 100"
     assert by_id["call-1"].status == "error" and WIRED == []
-    assert len(fake.calls) == 1  # only wire_money was asked about
+    assert len(fake.wire) == 1  # only wire_money was asked about
 
 
 def test_on_block_raise_stops_the_agent():

@@ -59,28 +59,14 @@ def test_the_router_does_not_guess_on_no_signal():
     assert decision.route == "technical" and decision.defaulted
 
 
-class EchoesKey(Exception):
-    """A 401 from a proxy that echoes the caller's key in its message."""
-
-    status_code = 401
-
-    def __init__(self, key: str):
-        self.body = {"error": {"message": f"Incorrect API key provided: {key}"}}
-        super().__init__(self.body["error"]["message"])
-
-
 def test_an_echoed_key_reaches_neither_the_gate_error_nor_the_agent():
-    from types import SimpleNamespace
-
     from jev_shared import SystemOneClient
+    from tests.helpers import fails, provider
 
     key = "".join(["live", "_", "k" * 12, "7"])  # not sk-shaped: redacted because it is the client's own key
-
-    def create(**kw):
-        raise EchoesKey(key)
-
-    fake = SimpleNamespace(api_key=key, chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
-    client = SystemOneClient(fake, model="m", api="chat_completions")
+    # a 401 from a proxy that echoes the caller's key in its message
+    echoes = provider(fails(401, f"Incorrect API key provided: {key}", code="invalid_api_key"), key=key)
+    client = SystemOneClient(echoes, model="m", api="chat_completions")
     with pytest.raises(GateBlocked) as info:
         JevGate(client, "The message is fine.").invoke("hi")
     assert key not in str(info.value) and key not in (info.value.error or "")

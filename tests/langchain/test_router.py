@@ -11,9 +11,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableGenerator, RunnableLambda
 
 from jev_langchain import JevRouter, RouteConfidenceError, RouteDecision
-from jev_shared import InvalidQuestionError, SystemOneClient
+from jev_shared import AsyncSystemOneClient, InvalidQuestionError, SystemOneClient
 
-from .fakes import FIRST, SECOND, TIE, FakeOpenAI, fake_async_client, fake_client
+from .fakes import FIRST, SECOND, TIE, AsyncFakeOpenAI, FakeOpenAI, fake_async_client, fake_client
 
 
 def make_router(client, **kw) -> JevRouter:
@@ -48,7 +48,7 @@ def test_decide_returns_the_distribution_without_running_a_branch():
 def test_the_question_lists_every_route_description():
     fake = FakeOpenAI(FIRST)
     make_router(SystemOneClient(fake, model="fake", labels="letters")).decide("hello")
-    prompt = str(fake.calls[0]["messages"])
+    prompt = str(fake.wire[0]["messages"])
     assert "Invoices, refunds and payments" in prompt and "Bugs, errors and outages" in prompt
     assert "Which team should handle this ticket?" in prompt
 
@@ -89,14 +89,14 @@ def test_state_callable_chooses_what_the_model_reads():
     router = make_router(SystemOneClient(fake, model="fake", labels="letters"), state=lambda t: t["body"])
     ticket = {"subject": "SUBJECT-XYZ", "body": "BODY-123"}
     assert router.invoke(ticket) == ("billing", ticket)
-    prompt = str(fake.calls[0]["messages"])
+    prompt = str(fake.wire[0]["messages"])
     assert "BODY-123" in prompt and "SUBJECT-XYZ" not in prompt
 
 
 def test_messages_are_read_as_chat_turns():
     fake = FakeOpenAI(FIRST)
     make_router(SystemOneClient(fake, model="fake", labels="letters")).invoke([HumanMessage("my card was charged"), AIMessage("sorry")])
-    prompt = str(fake.calls[0]["messages"])
+    prompt = str(fake.wire[0]["messages"])
     assert "user: my card was charged" in prompt and "assistant: sorry" in prompt
 
 
@@ -107,7 +107,7 @@ def test_bad_input_raises_before_any_request():
         router.invoke("   ")
     with pytest.raises(InvalidQuestionError, match="JSON"):
         router.invoke({"when": object()})
-    assert fake.calls == []
+    assert fake.wire == []
 
 
 def test_callbacks_tags_and_metadata_reach_the_branch(recorder):
@@ -136,10 +136,10 @@ def test_custom_event_shows_in_astream_events():
 
 
 def test_ainvoke_uses_the_async_client():
-    fake_async = fake_async_client(SECOND)
-    out = asyncio.run(make_router(fake_async).ainvoke("the app crashes"))
+    fake = AsyncFakeOpenAI(SECOND)
+    out = asyncio.run(make_router(AsyncSystemOneClient(fake, model="fake", labels="letters")).ainvoke("the app crashes"))
     assert out == ("tech", "the app crashes")
-    assert len(fake_async.client.calls) == 1
+    assert len(fake.wire) == 1
 
 
 def test_async_callbacks_reach_the_branch(recorder):
@@ -158,17 +158,19 @@ def test_ainvoke_on_a_sync_client_runs_in_a_thread():
 
 
 def test_batch_honours_max_concurrency():
-    client = fake_client(FIRST, delay=0.05)
-    out = make_router(client).batch([f"t{i}" for i in range(6)], {"max_concurrency": 2})
+    fake = FakeOpenAI(FIRST, delay=0.05)
+    out = make_router(SystemOneClient(fake, model="fake", labels="letters")).batch([f"t{i}" for i in range(6)],
+                                                                                 {"max_concurrency": 2})
     assert out == [("billing", f"t{i}") for i in range(6)]
-    assert client.client.peak == 2
+    assert fake.wire.peak == 2
 
 
 def test_abatch_honours_max_concurrency():
-    client = fake_async_client(SECOND, delay=0.05)
+    fake = AsyncFakeOpenAI(SECOND, delay=0.05)
+    client = AsyncSystemOneClient(fake, model="fake", labels="letters")
     out = asyncio.run(make_router(client).abatch([f"t{i}" for i in range(5)], {"max_concurrency": 3}))
     assert out == [("tech", f"t{i}") for i in range(5)]
-    assert client.client.peak == 3
+    assert fake.wire.peak == 3
 
 
 def words(chunks: Iterator[str]) -> Iterator[str]:

@@ -1,16 +1,17 @@
-"""Fixtures for the LlamaIndex door: a fake OpenAI-compatible client, recording engines, small tools.
+"""Fixtures for the LlamaIndex door: a provider double on the real SDK, recording engines, small tools.
 
-The fake client stands in for a model wherever a test needs a *fixed* decision: a real model's
-choice cannot be fixed (the embedded SmolLM2 decides near chance), so the fake returns a chosen
-logprob window (or JSON reply) and records every request it was sent.
+The provider double stands in for a model wherever a test needs a *fixed* decision: a real model's
+choice cannot be fixed (the embedded SmolLM2 decides near chance), so :func:`FakeClient` is the real
+``openai.OpenAI`` over an in-process transport (``tests.helpers``) answering a chosen logprob window
+(or JSON reply), with every request it was sent on ``.calls`` (the bodies as they went over the wire).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
+import openai
 import pytest
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.instrumentation import get_dispatcher
@@ -20,49 +21,46 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.tools import QueryEngineTool, RetrieverTool
 
+from tests.helpers import aprovider, provider
+from tests.helpers import replies as r
+from tests.helpers.wire import Request
+
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
-#: What the fake answers: a window {token: logprob} for a token request, or a JSON-able object for a JSON one.
-Respond = Callable[[dict[str, Any]], Any]
+#: What the double answers: a window {token: logprob} for a token request, or a JSON-able object for a JSON one.
+Respond = Callable[[Request], Any]
 
 
-def prompt_of(kwargs: dict[str, Any]) -> str:
+def prompt_of(request: Request) -> str:
     """The question's prompt as the model reads it: the system message (question, options) and the state."""
-    return "\n\n".join(m["content"] for m in kwargs["messages"])
+    return "\n\n".join(m["content"] for m in request["messages"])
 
 
-def reply(kwargs: dict[str, Any], answer: Any) -> dict[str, Any]:
-    """A Chat Completions dict: a token window (sampled = the most likely) or a JSON content."""
-    if "response_format" in kwargs:
-        return {"choices": [{"message": {"role": "assistant", "content": json.dumps(answer)}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
-    window = [{"token": t, "logprob": lp} for t, lp in sorted(answer.items(), key=lambda kv: -kv[1])]
-    top = window[0]
-    return {"choices": [{"message": {"role": "assistant", "content": top["token"]}, "finish_reason": "length",
-                         "logprobs": {"content": [{**top, "top_logprobs": window}]}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 1}}
+def answering(respond: Respond | dict[str, float]) -> Callable[[Request], dict[str, Any]]:
+    """A handler: a token window (sampled = the most likely) or, for a JSON request, the answer as its text."""
+    answer_for = respond if callable(respond) else (lambda _req: respond)
+
+    def handle(req: Request) -> dict[str, Any]:
+        answer = answer_for(req)
+        if "response_format" in req:
+            return r.chat_json(answer, usage=(10, 5))
+        return r.chat_tokens(answer, usage=(10, 1))
+
+    return handle
 
 
-class FakeClient:
-    """An OpenAI-compatible stand-in (``chat.completions.create``) answering with ``respond(kwargs)``."""
-
-    def __init__(self, respond: Respond | dict[str, float]) -> None:
-        self.respond = respond if callable(respond) else (lambda _kw: respond)
-        self.calls: list[dict[str, Any]] = []
-        self.chat = self
-        self.completions = self
-
-    def create(self, **kwargs: Any) -> dict[str, Any]:
-        self.calls.append(kwargs)
-        return reply(kwargs, self.respond(kwargs))
+def FakeClient(respond: Respond | dict[str, float]) -> openai.OpenAI:  # noqa: N802 - the name the tests import
+    """A real ``openai.OpenAI`` answering with ``respond(request)``; ``.calls`` are the requests it was sent."""
+    client = provider(answering(respond))
+    client.calls = client.wire
+    return client
 
 
-class AsyncFakeClient(FakeClient):
-    """The async twin: ``await chat.completions.create(...)``."""
-
-    async def create(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
-        self.calls.append(kwargs)
-        return reply(kwargs, self.respond(kwargs))
+def AsyncFakeClient(respond: Respond | dict[str, float]) -> openai.AsyncOpenAI:  # noqa: N802
+    """The async twin: a real ``openai.AsyncOpenAI``."""
+    client = aprovider(answering(respond))
+    client.calls = client.wire
+    return client
 
 
 class RecordingEngine(CustomQueryEngine):

@@ -13,6 +13,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "llamaindex_router.
 
 
 @pytest.mark.live
+@pytest.mark.slow  # a subprocess that imports LlamaIndex, starts its own server and generates three answers
 def test_example_routes_every_question():
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env["JEV_MODEL"] = "smollm2-135m"  # the small embedded model: fast; its routes are near chance

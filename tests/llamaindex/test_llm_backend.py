@@ -23,7 +23,11 @@ META = [ToolMetadata(name=n, description=d) for n, d in TOOLS]
 class WindowLLM(MockLLM):
     """A user's chat LLM with a fixed logprob window: it stands in because a real model's choice cannot
     be fixed. Like LlamaIndex's integrations it reports only the alternatives, never the sampled token,
-    and keeps no raw Chat Completion, so the adapter has to recover the sampled token from the text."""
+    and keeps no raw Chat Completion, so the adapter has to recover the sampled token from the text.
+
+    Kept as a double (LlamaIndex's own ``MockLLM``, not an SDK client): it is the user's *LlamaIndex LLM*
+    that the adapter reads, and the shape it pins (alternatives only, no raw reply) is what integrations
+    other than OpenAI's return; OpenAI's own, over the provider double, would carry the raw reply."""
 
     window: dict[str, float] = {}
     seen: list[dict[str, Any]] = []

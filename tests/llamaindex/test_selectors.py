@@ -1,10 +1,12 @@
-"""The selectors on their own, on a fake client whose decision is fixed (see conftest.FakeClient)."""
+"""The selectors on their own, on the provider double whose decision is fixed (see conftest.FakeClient)."""
 
 from __future__ import annotations
 
 import asyncio
 import math
+from typing import Any
 
+import openai
 import pytest
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.query_engine import RouterQueryEngine
@@ -27,10 +29,15 @@ def softmax(lps: list[float]) -> list[float]:
     return [x / sum(ex) for x in ex]
 
 
-def single(respond=WINDOW, **kw) -> tuple[JevSingleSelector, FakeClient]:
+def over(selector: type, respond, **kw) -> tuple[Any, openai.OpenAI]:
+    """A selector built the user's way on the provider double, and the double (its requests on ``.calls``)."""
     kw.setdefault("labels", "letters")  # the fake windows hold letters
     fake = FakeClient(respond)
-    return JevSingleSelector.from_defaults(fake, model="fake", **kw), fake
+    return selector.from_defaults(fake, model="fake", **kw), fake
+
+
+def single(respond=WINDOW, **kw) -> tuple[JevSingleSelector, openai.OpenAI]:
+    return over(JevSingleSelector, respond, **kw)
 
 
 def test_single_reads_the_distribution_and_says_it_in_words():
@@ -226,10 +233,8 @@ def test_options_past_26_use_a_json_method():
 MULTI_WINDOW = {"A": -3.0, "B": -0.5, "C": -0.9}  # cars ~0.59, planes ~0.39, cats ~0.03
 
 
-def multi(respond=MULTI_WINDOW, **kw) -> tuple[JevMultiSelector, FakeClient]:
-    kw.setdefault("labels", "letters")  # the fake windows hold letters
-    fake = FakeClient(respond)
-    return JevMultiSelector.from_defaults(fake, model="fake", **kw), fake
+def multi(respond=MULTI_WINDOW, **kw) -> tuple[JevMultiSelector, openai.OpenAI]:
+    return over(JevMultiSelector, respond, **kw)
 
 
 def test_multi_keeps_every_candidate_over_threshold_most_probable_first():

@@ -5,7 +5,9 @@ appended to a JSONL log as they finish (so a rerun resumes where a killed run st
 bar, a cost preview (``--dry-run``), a summary and a review queue of unsure choices.
 
 Exit status: 0 when every item of the run was answered, 1 when some failed (each failure is in
-the log with its error), 2 for bad input (nothing sent), 130 when interrupted (rerun to resume).
+the log with its error), 2 for bad input (nothing sent; an ``--output`` that cannot be a log is bad
+input), 74 when the log could not be written mid-run (a full disk: what was written stays, rerun to
+resume), 130 when interrupted (rerun to resume).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from .batch_report import REVIEW_THRESHOLD
+from jev_shared.batch.report import REVIEW_THRESHOLD
 
 #: Items in flight unless --concurrency says otherwise: the embedded server's slot count.
 DEFAULT_CONCURRENCY = 4
+#: The exit status when the answer log cannot be written mid-run (sysexits' EX_IOERR).
+EXIT_LOG_WRITE = 74
 
 
 def add_batch_args(p: argparse.ArgumentParser) -> None:
@@ -92,12 +96,23 @@ def make_progress(total: int, initial: int, enabled: bool) -> Any:
                 smoothing=0.1, dynamic_ncols=True)
 
 
+def paper_client(args: argparse.Namespace) -> Any:
+    """A client for checks and previews only (no I/O): the model by name, no backend started, no memory file."""
+    import openai
+
+    from jev_shared import Memory, SystemOneClient
+    from jev_shared.local import DEFAULT_MODEL
+
+    model = args.model[0] if args.model else DEFAULT_MODEL
+    return SystemOneClient(openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused"), model=model,
+                           api=args.backend_api, layout=args.layout, method=args.method, memory=Memory())
+
+
 def _prepare(args: argparse.Namespace) -> tuple[dict[str, Any], list[Any], dict[str, Any], list[Any]] | int:
     """Questions, items, the log so far and what is left to decide; or the exit status of bad input."""
-    from jev_shared import InvalidQuestionError
-    from jev_shared.questions import prepare_questions
-
-    from .batch_io import InputError, load_questions, read_items, read_log, to_decide
+    from jev_shared import InvalidQuestionError, wire_error
+    from jev_shared.batch import check_questions
+    from jev_shared.batch.files import InputError, check_output, load_questions, read_items, read_log, to_decide
 
     if not args.output:
         return _fail("invalid_request", "--input needs --output FILE (the answer log)")
@@ -105,16 +120,16 @@ def _prepare(args: argparse.Namespace) -> tuple[dict[str, Any], list[Any], dict[
         return _fail("invalid_request", "--concurrency must be at least 1")
     try:
         questions = load_questions(args.questions)
-        prepare_questions("x", questions, args.method)
+        check_questions(paper_client(args), questions)
+        check_output(args.output)
+        check_output(review_path(args))
         items = read_items(args.input, column=args.column, id_column=args.id_column)
+        done = read_log(args.output)
     except InvalidQuestionError as exc:
-        from .gateway.errors import from_exception
-
-        print(json.dumps(from_exception(exc).body()), file=sys.stderr)
+        print(json.dumps({"error": wire_error(exc)}), file=sys.stderr)
         return 2
     except (OSError, ValueError, InputError) as exc:
         return _fail("invalid_request", str(exc))
-    done = read_log(args.output)
     return questions, items, done, to_decide(items, done, retry_failed=args.retry_failed)
 
 
@@ -126,7 +141,7 @@ def run_batch(args: argparse.Namespace) -> int:
     questions, items, done, todo = prepared
     if args.dry_run:
         return _dry_run(questions, items, todo, args)
-    from .batch import BatchTotals
+    from jev_shared.batch import BatchTotals
 
     totals = BatchTotals()
     if todo:
@@ -137,9 +152,9 @@ def run_batch(args: argparse.Namespace) -> int:
 
 
 def _dry_run(questions: dict[str, Any], items: list[Any], todo: list[Any], args: argparse.Namespace) -> int:
-    from .batch_io import estimate
+    from jev_shared.batch.files import estimate
 
-    est = estimate(todo, questions, layout=args.layout)
+    est = estimate(paper_client(args), todo, questions)
     report = {"input": len(items), "skipped": len(items) - len(todo), "to_decide": len(todo), **est}
     print(f"jev decide --dry-run: {len(todo)} of {len(items)} items to decide, {est['requests']} requests, "
           f"~{est['input_tokens']:,} input tokens, {est['output_tokens']:,} output tokens", file=sys.stderr)
@@ -149,22 +164,25 @@ def _dry_run(questions: dict[str, Any], items: list[Any], todo: list[Any], args:
 
 def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any], todo: list[Any],
             totals: Any) -> int:
-    """Run the batch into the log; 130 when interrupted (what finished is in the log), else 0."""
+    """Run the batch into the log; 130 when interrupted, 74 when the log cannot be written, else 0."""
     import openai
 
     from jev_shared import SystemOneClient
+    from jev_shared.batch import stream_batch
+    from jev_shared.batch.files import AnswerLog
 
-    from .batch import stream_batch
-    from .batch_io import AnswerLog
-    from .gateway.commands import backends
+    from .backends import backends, memory
 
     with ExitStack() as stack:
         backend = next(iter(backends(args, stack).values()))
         client = SystemOneClient(openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key),
-                                 model=backend.model, api=backend.api, layout=args.layout, method=args.method)
+                                 model=backend.model, api=backend.api, layout=args.layout, method=args.method,
+                                 memory=memory(args))
+        prepared = client.prepare(questions)  # the one-time costs, before the bar, so its rate is the run's
+        print(f"jev decide: {prepared}", file=sys.stderr, flush=True)
         bar = make_progress(len(items), len(items) - len(todo), not args.no_progress)
-        log = stack.enter_context(AnswerLog(args.output))
         try:
+            log = stack.enter_context(AnswerLog(args.output))
             for result in stream_batch(client, todo, questions, concurrency=args.concurrency, totals=totals,
                                        timeout=args.timeout):
                 log.write(result)
@@ -175,6 +193,10 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
             print(f"\njev decide: interrupted; {totals.answered} answered this run are in {args.output}; "
                   "rerun the same command to resume", file=sys.stderr)
             return 130
+        except OSError as exc:
+            print(f"\njev decide: cannot write {args.output}: {exc.strerror or exc}; the lines written so far are "
+                  "kept; free space (or pick another --output) and rerun the same command to resume", file=sys.stderr)
+            return EXIT_LOG_WRITE
         finally:
             if bar is not None:
                 bar.close()
@@ -182,8 +204,8 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
 
 
 def _finish(args: argparse.Namespace, questions: dict[str, Any], n_input: int, skipped: int, totals: Any) -> int:
-    from .batch_io import read_log
-    from .batch_report import render_summary, review_rows, summarize, write_review
+    from jev_shared.batch.files import read_log
+    from jev_shared.batch.report import render_summary, review_rows, summarize, write_review
 
     records = read_log(args.output)
     summary = summarize(records, questions, totals, n_input=n_input, skipped=skipped,

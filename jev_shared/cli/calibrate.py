@@ -17,7 +17,9 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from .calibration import Calibrator, Record, metrics, recommend_threshold
+from jev_shared.calibration import Calibrator, Record, metrics, recommend_threshold
+
+from .backends import add_backend_args, backends, memory, read_questions
 
 
 def add_calibrate(sub: Any) -> None:
@@ -30,8 +32,6 @@ def add_calibrate(sub: Any) -> None:
     p.add_argument("--top", action="store_true",
                    help="also fit top-label scaling (bends the reliability curve; never changes answers)")
     p.add_argument("--out", type=Path, default=Path("calibration.json"), help="where to write the calibration")
-    from .gateway.commands import add_backend_args
-
     add_backend_args(p)
 
 
@@ -39,16 +39,15 @@ def _answer_states(rows: list[dict[str, Any]], args: argparse.Namespace) -> list
     """Labelled states → records, answered by the configured backend (uncalibrated)."""
     import openai
 
-    from . import SystemOneClient
-    from .gateway.commands import _questions, backends
+    from jev_shared import SystemOneClient
 
     if not args.questions:
         raise SystemExit("jev calibrate: lines with a state need --questions")
-    questions = _questions(args.questions)
+    questions = read_questions(args.questions)
     with ExitStack() as stack:
-        backend = next(iter(backends(args, stack).values()))
+        backend = next(iter(backends(args, stack, "calibrate").values()))
         client = SystemOneClient(openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key),
-                                 model=backend.model, api=backend.api, calibrator=None)
+                                 model=backend.model, api=backend.api, calibrator=None, memory=memory(args))
         records = []
         for i, row in enumerate(rows):
             qid = row.get("question_id") or next(iter(questions))

@@ -27,9 +27,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from .answers import SystemOneResponse
-from .errors import InvalidQuestionError
-from .questions import prepare_questions
+from jev_shared import InvalidQuestionError, SystemOneResponse, wire_error
 
 #: In input order, finished items may wait this many times ``concurrency`` for a slow one ahead of them.
 ORDER_LOOKAHEAD = 4
@@ -55,11 +53,8 @@ def as_item(value: Any, index: int) -> Item:
 
 
 def error_body(exc: BaseException) -> dict[str, Any]:
-    """The error as ``jev serve`` would put it on the wire (type, redacted message, field), plus its class."""
-    from .gateway.errors import from_exception
-
-    api = from_exception(exc)
-    body = api.body()["error"]
+    """The error as ``jev serve`` would put it on the wire (the engine's own ``wire_error``), plus its class."""
+    body = wire_error(exc)
     body["exception"] = type(exc).__name__
     status = getattr(exc, "status_code", None)
     if status is not None:
@@ -151,9 +146,15 @@ class BatchResult:
         return [r for r in self.results if not r.ok]
 
 
-def check_questions(client: Any, questions: Mapping[str, Any], method: str | None = None) -> None:
-    """The questions checked once up front, as the engine checks them, so a bad one costs no request."""
-    prepare_questions("x", questions, method or client.options.method)
+#: The per-call options ``client.check`` validates along with the questions.
+CHECKED_OPTIONS = frozenset({"method", "mode", "labels", "examples", "layout", "top_logprobs", "max_concurrency"})
+
+
+def check_questions(client: Any, questions: Mapping[str, Any], method: str | None = None, **options: Any) -> None:
+    """The questions (and the call's options) checked once up front by ``client.check`` (no I/O), so a
+    bad one costs no request."""
+    chosen = {k: v for k, v in {"method": method, **options}.items() if k in CHECKED_OPTIONS and v is not None}
+    client.check(questions, **chosen)
 
 
 def _check_concurrency(concurrency: int) -> None:
@@ -238,7 +239,7 @@ def stream_batch(client: Any, items: Iterable[Any], questions: Mapping[str, Any]
     questions or concurrency raise here, before the first request.
     """
     _check_concurrency(concurrency)
-    check_questions(client, questions, call_kw.get("method"))
+    check_questions(client, questions, **call_kw)
     return _stream(client, items, questions, concurrency, ordered, totals or BatchTotals(), call_kw)
 
 
@@ -273,7 +274,7 @@ def astream_batch(client: Any, items: Iterable[Any], questions: Mapping[str, Any
                   **call_kw: Any) -> AsyncIterator[ItemResult]:
     """The async twin of :func:`stream_batch`, over an ``AsyncSystemOneClient`` (tasks, not threads)."""
     _check_concurrency(concurrency)
-    check_questions(client, questions, call_kw.get("method"))
+    check_questions(client, questions, **call_kw)
     return _astream(client, items, questions, concurrency, ordered, totals or BatchTotals(), call_kw)
 
 

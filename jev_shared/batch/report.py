@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .batch import BatchTotals
+from .run import BatchTotals
 
 #: A choice answer below this confidence goes to the review queue unless the run says otherwise.
 REVIEW_THRESHOLD = 0.5

@@ -9,14 +9,17 @@ decided again) and never reads it as an answer.
 from __future__ import annotations
 
 import csv
+import io
+import itertools
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from .batch import Item, ItemResult
-from .errors import InvalidQuestionError
+from jev_shared import InvalidQuestionError
+
+from .run import Item, ItemResult
 
 #: Characters per token for the dry-run estimate (English text, BPE tokenisers), and tokens a chat
 #: template adds around each message.
@@ -24,8 +27,53 @@ CHARS_PER_TOKEN = 4.0
 TOKENS_PER_MESSAGE = 6
 
 
+#: The longest line read from an input file or the answer log; past it, the file is refused (a
+#: line-less file such as /dev/zero would otherwise be read into memory whole).
+MAX_LINE_BYTES = 8 * 1024 * 1024
+#: Where an answer log cannot live: pseudo-file systems whose files are not logs.
+NOT_LOG_ROOTS = ("/proc", "/sys")
+
+
 class InputError(ValueError):
     """The input file cannot be read as states: names the file, the line or row, and what is wrong."""
+
+
+class OutputError(InputError):
+    """``--output`` (or the review file) cannot be an answer log: names the path and why."""
+
+
+def check_output(path: str | os.PathLike[str]) -> Path:
+    """Refuse, before anything is sent, a log path that is not (and cannot become) a regular file."""
+    p = Path(path)
+    real = os.path.realpath(p)
+    root = next((r for r in NOT_LOG_ROOTS if real == r or real.startswith(r + "/")), None)
+    if root is not None:
+        raise OutputError(f"{p}: under {root}, which holds no regular files; --output must be a file (the answer log)")
+    if p.exists() and not p.is_file():
+        kind = "a directory" if p.is_dir() else "not a regular file"
+        raise OutputError(f"{p}: is {kind}; --output must be a file (the answer log)")
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OutputError(f"{p}: {parent} is a file, not a directory")
+    if not os.access(p if p.exists() else parent, os.W_OK):
+        raise OutputError(f"{p}: not writable")
+    return p
+
+
+def _lines(p: Path, f: IO[bytes]) -> Iterator[tuple[int, str]]:
+    """(line number, text) for each line of ``f``: UTF-8, at most MAX_LINE_BYTES, else InputError at file:line."""
+    for n in itertools.count(1):
+        raw = f.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_LINE_BYTES:
+            raise InputError(f"{p}:{n}: a line longer than {MAX_LINE_BYTES} bytes")
+        try:
+            yield n, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{p}:{n}: not UTF-8 (byte {exc.object[exc.start]:#04x} at column {exc.start + 1})") from None
 
 
 def id_key(value: Any) -> str:
@@ -58,8 +106,8 @@ def read_items(path: str | os.PathLike[str], *, column: str | None = None, id_co
 
 def _read_jsonl(p: Path) -> list[Item]:
     items = []
-    with p.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
+    with p.open("rb") as f:
+        for n, line in _lines(p, f):
             if not line.strip():
                 continue
             try:
@@ -75,14 +123,18 @@ def _read_jsonl(p: Path) -> list[Item]:
 
 
 def _read_csv(p: Path, column: str | None, id_column: str) -> list[Item]:
-    with p.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
+    with p.open("rb") as f:
+        text = "".join(line for _, line in _lines(p, f))
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
         fields = reader.fieldnames or []
         column = column or next((c for c in ("state", "text") if c in fields), None)
         if column is None or column not in fields:
             raise InputError(f"{p}: no column {column or 'state'!r}; pick one with --column (columns: {fields})")
         has_id = id_column in fields
         return [Item(row[id_column] if has_id else n, row[column]) for n, row in enumerate(reader, start=1)]
+    except csv.Error as exc:
+        raise InputError(f"{p}:{reader.line_num}: not CSV ({exc})") from None
 
 
 def read_log(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
@@ -91,13 +143,17 @@ def read_log(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     p = Path(path)
     if not p.exists():
         return records
-    with p.open(encoding="utf-8") as f:
-        for line in f:
-            if not line.endswith("\n"):
-                break  # a torn tail: the item was in flight when the run died
+    check_output(p)
+    with p.open("rb") as f:
+        for n in itertools.count(1):
+            raw = f.readline(MAX_LINE_BYTES + 1)
+            if len(raw) > MAX_LINE_BYTES:
+                raise OutputError(f"{p}:{n}: a line longer than {MAX_LINE_BYTES} bytes: not an answer log")
+            if not raw.endswith(b"\n"):
+                break  # the end, or a torn tail: the item was in flight when the run died
             try:
-                rec = json.loads(line)
-            except ValueError:
+                rec = json.loads(raw)
+            except ValueError:  # not JSON, or not UTF-8: not a line this log wrote
                 continue
             if isinstance(rec, dict) and "id" in rec:
                 records[id_key(rec["id"])] = rec
@@ -136,23 +192,34 @@ class AnswerLog:
         self.path = Path(path)
         self.fsync = fsync
         self._f: IO[str] | None = None
+        self._failed = False
 
     def __enter__(self) -> AnswerLog:
+        check_output(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         repair_tail(self.path)
         self._f = self.path.open("a", encoding="utf-8")
         return self
 
     def write(self, result: ItemResult) -> None:
+        """Append one line, durable before this returns; an OSError (a full disk) is the caller's to report."""
         assert self._f is not None, "use AnswerLog as a context manager"
-        self._f.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
-        self._f.flush()
-        if self.fsync:
-            os.fsync(self._f.fileno())
+        try:
+            self._f.write(json.dumps(result.to_json(), ensure_ascii=False) + "\n")
+            self._f.flush()
+            if self.fsync:
+                os.fsync(self._f.fileno())
+        except OSError:
+            self._failed = True
+            raise
 
     def __exit__(self, *exc: object) -> None:
         if self._f is not None:
-            self._f.close()
+            try:
+                self._f.close()
+            except OSError:
+                if not self._failed:  # after a failed write the unflushed rest is a torn tail, cut next run
+                    raise
             self._f = None
 
 
@@ -165,29 +232,26 @@ def to_decide(items: Iterable[Item], done: Mapping[str, dict[str, Any]], *, retr
     return [item for item in items if not finished(item)]
 
 
-def estimate(items: Iterable[Item], questions: Mapping[str, Any], *, layout: str = "state_last",
-             labels: str = "names") -> dict[str, int]:
-    """Requests and tokens a run would spend, without sending any: the engine's own prompt, measured.
+def estimate(client: Any, items: Iterable[Item], questions: Mapping[str, Any], **options: Any) -> dict[str, int]:
+    """Requests and tokens a run would spend, without sending any: the engine's own requests, previewed.
 
-    One request per question per item (the one-token readout); input tokens are the rendered
-    messages' characters / 4 plus a few per message, output tokens one per request. The engine
-    offers no public "render without sending", so this uses its prompt and label modules.
+    ``client.preview`` gives the first request each question would send (one a question an item: the
+    one-token readout); its input tokens where the server counts them, else the messages' characters
+    / 4 plus a few per message; output tokens one per request.
     """
-    from .labels import style_for
-    from .prompt import render
-    from .questions import prepare_questions
-
-    preps = prepare_questions("x", questions, "logprobs")
-    fmts = [style_for(prep, labels).fmt for prep in preps]
-    n_items, chars, messages = 0, 0, 0
+    n_items = requests = counted = chars = messages = 0
     for item in items:
         n_items += 1
-        for prep, fmt in zip(preps, fmts):
-            msgs = render(prep, item.state, layout=layout, fmt=fmt)  # type: ignore[arg-type]
+        for call in client.preview(item.state, questions, **options):
+            requests += 1
+            msgs = [m for m in call["request"].get("messages") or call["request"].get("input") or []
+                    if isinstance(m, dict) and isinstance(m.get("content"), str)]
+            if call.get("input_tokens") is not None:
+                counted += call["input_tokens"] + TOKENS_PER_MESSAGE * len(msgs)
+                continue
             chars += sum(len(m["content"]) for m in msgs)
             messages += len(msgs)
-    requests = n_items * len(preps)
-    tokens = int(chars / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * messages
+    tokens = counted + int(chars / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * messages
     return {"items": n_items, "requests": requests, "input_tokens": tokens, "output_tokens": requests}
 
 

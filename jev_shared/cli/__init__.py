@@ -1,7 +1,7 @@
-"""The ``jev`` command: a thin argparse front; each subcommand lives with the code it drives.
+"""The ``jev`` command: a thin argparse front over the applications (gateway, batch, calibration).
 
 A command is a ``(name, add_parser, run)`` entry in :data:`COMMANDS`; ``run(args)`` returns the
-exit status. ``jev serve`` and ``jev decide`` are the gateway's (:mod:`jev_shared.gateway.commands`).
+exit status. Nothing heavy (the web framework, the model) is imported until a command runs.
 """
 
 from __future__ import annotations
@@ -11,14 +11,15 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import calibrate_cli
-from .gateway import commands
+from .calibrate import add_calibrate, run_calibrate
+from .decide import add_decide, run_decide
+from .serve import add_serve, run_serve
 
 Command = tuple[str, Callable[[Any], None], Callable[[argparse.Namespace], int]]
 COMMANDS: list[Command] = [
-    ("serve", commands.add_serve, commands.run_serve),
-    ("decide", commands.add_decide, commands.run_decide),
-    ("calibrate", calibrate_cli.add_calibrate, calibrate_cli.run_calibrate),
+    ("serve", add_serve, run_serve),
+    ("decide", add_decide, run_decide),
+    ("calibrate", add_calibrate, run_calibrate),
 ]
 
 

@@ -1,0 +1,98 @@
+"""CPU per decision: what the Python in front of a fast backend costs, against its peers, in one run.
+
+A GPU server answers a one-token decision in milliseconds, so at scale the client's own CPU is what
+runs out first. The stub backend runs in another process (its CPU is not ours); each contender makes
+``--n`` calls after a warm-up, and the figure is this process's CPU time (all threads) per call.
+
+    python bench/cpu.py               # 400 calls each, one and eight questions
+    python bench/cpu.py --profile     # and where the engine's time goes (cProfile, top 15)
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+STUB = """
+import sys, time
+sys.path.insert(0, {root!r})
+from bench.stub_server import StubServer
+with StubServer(latency_s=0.0) as url:
+    print(url, flush=True)
+    time.sleep(3600)
+"""
+REQUEST = {"model": "stub", "messages": [{"role": "user", "content": "Which team? I was charged twice."}],
+           "max_tokens": 1, "logprobs": True, "top_logprobs": 20, "temperature": 0}
+
+
+def contenders(base_url: str) -> dict[str, Callable[[], Any]]:
+    import httpx
+    import openai
+
+    from jev_shared import Choice, Memory, SystemOneClient
+
+    plain = httpx.Client(base_url=base_url)
+    sdk = openai.OpenAI(base_url=base_url, api_key="k", max_retries=0)
+    engine = SystemOneClient(openai.OpenAI(base_url=base_url, api_key="k"), model="stub", api="chat_completions",
+                             memory=Memory(), labels="letters")
+    team = Choice(instructions="Which team?", criteria={"billing": "payments", "technical": "bugs", "sales": "deals"})
+    eight = {f"q{i}": team for i in range(8)}
+    return {
+        "httpx.Client.post, JSON parsed": lambda: json.loads(plain.post("/chat/completions", json=REQUEST).content),
+        "openai with_raw_response.create, JSON parsed": lambda: json.loads(
+            sdk.chat.completions.with_raw_response.create(**REQUEST).http_response.content),
+        "openai chat.completions.create": lambda: sdk.chat.completions.create(**REQUEST),
+        "SystemOneClient.system_one, 1 question": lambda: engine.system_one("I was charged twice.", {"team": team}),
+        "SystemOneClient.system_one, 8 questions": lambda: engine.system_one("I was charged twice.", eight),
+    }
+
+
+def cpu_per_call(fn: Callable[[], Any], n: int, warmup: int = 50) -> float:
+    for _ in range(warmup):
+        fn()
+    start = time.process_time()
+    for _ in range(n):
+        fn()
+    return (time.process_time() - start) / n * 1000.0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=400)
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--json", type=Path, default=None, help="write the figures here")
+    args = ap.parse_args()
+    stub = subprocess.Popen([sys.executable, "-c", STUB.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True)
+    try:
+        base_url = stub.stdout.readline().strip()  # type: ignore[union-attr]
+        fns = contenders(base_url)
+        print(f"load average {os.getloadavg()[0]:.2f}; {args.n} calls each after 50 warm-up; CPU ms per call")
+        figures = {}
+        for name, fn in fns.items():
+            figures[name] = cpu_per_call(fn, args.n)
+            print(f"  {name:48s} {figures[name]:6.2f} ms")
+        if args.profile:
+            prof = cProfile.Profile()
+            fn = fns["SystemOneClient.system_one, 1 question"]
+            prof.runcall(lambda: [fn() for _ in range(200)])
+            pstats.Stats(prof).sort_stats("tottime").print_stats(15)
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=1) + "\n")
+    finally:
+        stub.kill()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""What every ``jev`` command that asks a model shares: the backend flags, the backend itself
+(a configured OpenAI-compatible server, or the embedded model), reading JSON arguments, and the
+one-line install hint for a missing extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from jev_shared.gateway.config import Backend
+
+#: How to get every extra the commands need, from a checkout and from PyPI.
+INSTALL_HINT = "pip install -e '.[serve,local]' from a checkout (or: pip install 'jev-integrations[serve,local]')"
+
+
+class MissingExtra(SystemExit):
+    """A command's optional dependency is not installed: one line on stderr with the install hint, exit 2."""
+
+    def __init__(self, command: str, what: str, extra: str) -> None:
+        print(f"jev {command}: {what} is not installed (the {extra!r} extra); install it with: {INSTALL_HINT}",
+              file=sys.stderr)
+        super().__init__(2)
+
+
+def add_backend_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend-url", help="an OpenAI-compatible base URL (e.g. http://gpu:8000/v1); "
+                                         "without it, the embedded model (LocalServer()) is started")
+    p.add_argument("--model", action="append", default=None,
+                   help="the backend's model name (repeat to serve several on one backend)")
+    p.add_argument("--backend-api", default="chat_completions", choices=("chat_completions", "responses", "auto"),
+                   help="the engine surface toward the backend (default: chat_completions)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="keep what the engine learns in this process only, not in the per-user cache "
+                        "(also: JEV_NO_CACHE=1)")
+
+
+def memory(args: argparse.Namespace) -> Any:
+    """The engine's memory for a command: the per-user cache, unless ``--no-cache`` (or JEV_NO_CACHE=1)."""
+    from jev_shared import Memory
+
+    return Memory() if getattr(args, "no_cache", False) else Memory.user_cache()
+
+
+def backends(args: argparse.Namespace, stack: ExitStack, command: str = "decide") -> dict[str, Backend]:
+    """The configured backend, or the embedded model started inside ``stack`` (a missing model: exit 2)."""
+    if args.backend_url:
+        if not args.model:
+            raise SystemExit("jev: --backend-url needs --model NAME")
+        key = os.environ.get("JEV_BACKEND_API_KEY") or os.environ.get("OPENAI_API_KEY") or "unused"
+        return {m: Backend(args.backend_url, m, key, args.backend_api) for m in args.model}
+    from jev_shared.local import LocalModelError, LocalServer
+
+    try:
+        srv = stack.enter_context(LocalServer(args.model[0]) if args.model else LocalServer())
+    except LocalModelError as exc:
+        print(f"jev {command}: the embedded model cannot start ({exc}); pass --backend-url URL --model NAME, "
+              f"or install it: {INSTALL_HINT}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(f"jev: embedded model {srv.model} at {srv.base_url}", file=sys.stderr)
+    return {srv.model: Backend(srv.base_url, srv.model, "local", args.backend_api)}
+
+
+def read_text(value: str) -> str:
+    """``-`` is stdin, ``@file`` a file, anything else the text itself."""
+    if value == "-":
+        return sys.stdin.read()
+    if value.startswith("@"):
+        return Path(value[1:]).read_text(encoding="utf-8")
+    return value
+
+
+def read_state(value: str) -> Any:
+    """Text stays text; a JSON object, list or chat turns is parsed."""
+    text = read_text(value)
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def read_questions(value: str) -> Any:
+    """A JSON object id -> question, inline or in a file."""
+    text = value if value.lstrip().startswith("{") else Path(value).read_text(encoding="utf-8")
+    return json.loads(text)

@@ -1,0 +1,54 @@
+"""``jev decide``: one decision from the shell (``--state``), or a file of them (``--input``, a batch)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import ExitStack
+from typing import Any
+
+from .backends import add_backend_args, backends, memory, read_questions, read_state
+from .decide_batch import add_batch_args
+
+
+def add_decide(sub: Any) -> None:
+    p = sub.add_parser("decide", help="answer typed questions about one state, or a file of them (--input)",
+                       description="One decision from the shell: prints the System One answer as JSON. "
+                                   "With --input, a file of states into a resumable JSONL log (docs/batch.md).")
+    p.add_argument("--state", help="the state: text, JSON, @file, or - for stdin")
+    p.add_argument("--questions", required=True, help="a JSON object id -> question, or a path to one")
+    add_backend_args(p)
+    p.add_argument("--layout", default="state_last", choices=("state_last", "split", "fused"))
+    p.add_argument("--timeout", type=float, default=None, help="the call's total timeout (seconds)")
+    add_batch_args(p)
+
+
+def run_decide(args: argparse.Namespace) -> int:
+    if (args.state is None) == (args.input is None):
+        print("jev decide: give --state (one decision) or --input FILE (a batch), not both", file=sys.stderr)
+        return 2
+    if args.input is not None:
+        from .decide_batch import run_batch
+
+        return run_batch(args)
+    import openai
+
+    from jev_shared import JevError, SystemOneClient, wire_error
+
+    with ExitStack() as stack:
+        try:
+            questions, state = read_questions(args.questions), read_state(args.state)
+        except (OSError, ValueError) as exc:
+            print(json.dumps({"error": {"type": "invalid_request", "message": str(exc)}}), file=sys.stderr)
+            return 2
+        backend = next(iter(backends(args, stack).values()))
+        client = SystemOneClient(openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key),
+                                 model=backend.model, api=backend.api, layout=args.layout, memory=memory(args))
+        try:
+            resp = client.system_one(state, questions, timeout=args.timeout)
+        except JevError as exc:
+            print(json.dumps({"error": wire_error(exc)}), file=sys.stderr)
+            return 2 if exc.status_hint < 500 else 1
+        print(json.dumps(resp.model_dump(mode="json", exclude={"debug"}), indent=2))
+    return 0

@@ -1,0 +1,94 @@
+"""``jev serve``: the System One gateway under uvicorn, with its slow-client bounds (docs/gateway.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import ExitStack
+from typing import Any
+
+from jev_shared.gateway.config import GatewayConfig, is_loopback, load_keys
+
+from .backends import MissingExtra, add_backend_args, backends, read_questions
+
+D = GatewayConfig(backends={})  # the documented defaults, read off the config itself
+
+
+def add_serve(sub: Any) -> None:
+    p = sub.add_parser("serve", help="run the System One gateway (POST /v1/systemone)",
+                       description="Serve POST /v1/systemone over an OpenAI-compatible backend or the embedded model.")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    add_backend_args(p)
+    p.add_argument("--api-key-file", help="bearer keys, one a line (also: $JEV_API_KEYS, comma-separated)")
+    p.add_argument("--allowed-host", action="append", default=[],
+                   help="without keys, a Host header to accept besides localhost / 127.0.0.1 / [::1] (repeatable)")
+    lim = p.add_argument_group("limits (docs/gateway.md lists each with its error)")
+    lim.add_argument("--max-body-bytes", type=int, default=D.max_body_bytes)
+    lim.add_argument("--max-questions", type=int, default=D.max_questions, help="questions in one request; more: 422")
+    lim.add_argument("--max-in-flight", type=int, default=D.max_in_flight, help="requests answered at once; more: 429")
+    lim.add_argument("--max-calls-per-key", type=int, default=D.max_calls_per_key,
+                     help="backend calls one key may hold in flight; more: 429")
+    lim.add_argument("--max-connections", type=int, default=D.max_connections,
+                     help="open client connections; more are answered 503 and closed")
+    lim.add_argument("--header-timeout", type=float, default=D.header_timeout_s,
+                     help="seconds a client has to send a request's headers; then 408 and closed")
+    lim.add_argument("--body-timeout", type=float, default=D.body_timeout_s,
+                     help="seconds a client has to send a request's body; then 408 and closed")
+    lim.add_argument("--keep-alive-timeout", type=float, default=D.keep_alive_s,
+                     help="seconds an idle keep-alive connection stays open")
+    p.add_argument("--timeout", type=float, default=D.default_timeout_s,
+                   help="a request's total timeout unless it sets one")
+    p.add_argument("--layout", default=D.layout, choices=("state_last", "split", "fused"))
+    p.add_argument("--max-concurrency", type=int, default=D.max_concurrency,
+                   help="questions of one request in flight at once")
+    p.add_argument("--max-retries", type=int, default=D.max_retries, help="engine retries of transient backend faults")
+    p.add_argument("--method", default="auto", choices=("auto", "logprobs", "grammar", "structured", "discrete"),
+                   help="the engine's readout (default auto: logprobs where the backend returns them)")
+    p.add_argument("--warm", metavar="QUESTIONS",
+                   help="questions (a JSON file or object) to prepare at start-up: every one-time cost paid before "
+                        "/healthz says ready")
+    p.add_argument("--log-level", default="info")
+
+
+def _config(args: argparse.Namespace, keys: frozenset[str], stack: ExitStack) -> GatewayConfig:
+    return GatewayConfig(
+        backends=backends(args, stack, "serve"), api_keys=keys, max_body_bytes=args.max_body_bytes,
+        max_questions=args.max_questions, max_in_flight=args.max_in_flight,
+        max_calls_per_key=args.max_calls_per_key, max_connections=args.max_connections,
+        header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout, keep_alive_s=args.keep_alive_timeout,
+        allowed_hosts=frozenset(args.allowed_host), default_timeout_s=args.timeout, layout=args.layout,
+        max_concurrency=args.max_concurrency, max_retries=args.max_retries, method=args.method,
+        cache=not args.no_cache, warm=read_questions(args.warm) if args.warm else None)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    keys = load_keys(args.api_key_file)
+    if not keys and not is_loopback(args.host):
+        print(f"jev serve: refusing to serve {args.host} without API keys; set JEV_API_KEYS or --api-key-file "
+              "(or serve on 127.0.0.1)", file=sys.stderr)
+        return 2
+    try:
+        import uvicorn
+
+        from jev_shared.gateway.app import create_app
+        from jev_shared.gateway.logs import configure_logging
+        from jev_shared.gateway.protocol import uvicorn_config
+    except ImportError as exc:
+        raise MissingExtra("serve", exc.name or "a gateway dependency", "serve") from None
+
+    with ExitStack() as stack:
+        try:
+            config = _config(args, keys, stack)
+        except (OSError, ValueError) as exc:
+            print(f"jev serve: --warm: {exc}", file=sys.stderr)
+            return 2
+        configure_logging(args.log_level)
+        if not keys:
+            print(f"jev serve: no API keys configured: serving loopback only ({args.host}), without authentication",
+                  file=sys.stderr)
+        print(f"jev serve: http://{args.host}:{args.port}/v1/systemone, models {list(config.backends)}",
+              file=sys.stderr)
+        uvicorn.Server(uvicorn_config(create_app(config), config, host=args.host, port=args.port,
+                                      log_level=args.log_level)).run()
+    return 0

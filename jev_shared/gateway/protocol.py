@@ -1,0 +1,117 @@
+"""uvicorn's HTTP protocol with the slow-client bounds it lacks: a header read timeout, a body read
+timeout, and a connection limit, each answered in the gateway's own error shape.
+
+uvicorn bounds only idle keep-alive connections; a client that trickles its headers or its body a
+byte at a time holds a connection (and, once its headers are in, a request slot) for as long as it
+likes. Here a request's head must arrive within ``header_timeout_s`` of its first byte (or of the
+connection opening), its body within ``body_timeout_s`` of its head; past either the client gets a
+408 and the connection is closed. A connection past ``max_connections`` gets a 503 and is closed at
+once, before it can send anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from .config import GatewayConfig
+
+_REASONS = {400: b"Bad Request", 408: b"Request Timeout", 503: b"Service Unavailable"}
+
+
+def raw_error(status: int, kind: str, message: str) -> bytes:
+    """A complete HTTP/1.1 error response, written straight to the socket (no app is running)."""
+    body = json.dumps({"error": {"type": kind, "message": message}}).encode()
+    head = (b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n"
+            % (status, _REASONS[status], len(body)))
+    if status == 503:
+        head += b"retry-after: 1\r\n"
+    return head + b"\r\n" + body
+
+
+class GuardedProtocol(HttpToolsProtocol):
+    """HttpToolsProtocol plus the bounds; :func:`guarded_protocol` makes one per config."""
+
+    limits: GatewayConfig
+    #: Called with the error type of each connection the protocol refuses itself (the app's metrics).
+    on_refuse: Any = None
+
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        self._timer: asyncio.TimerHandle | None = None
+        super().connection_made(transport)
+        if len(self.connections) > self.limits.max_connections:
+            self._refuse(503, "too_many_connections",
+                         f"the gateway has {self.limits.max_connections} connections open, its limit")
+            return
+        self._arm(self.limits.header_timeout_s, "header")
+
+    def send_400_response(self, msg: str) -> None:
+        """A request uvicorn cannot parse as HTTP: the gateway's error shape, not uvicorn's plain text."""
+        self._refuse(400, "bad_request", msg)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._timer is None:  # a new request on a kept-alive connection (the first one is armed already)
+            self._arm(self.limits.header_timeout_s, "header")
+
+    def on_headers_complete(self) -> None:
+        self._arm(self.limits.body_timeout_s, "body")
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._disarm()
+        super().on_message_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self, seconds: float, what: str) -> None:
+        self._disarm()
+        self._timer = self.loop.call_later(seconds, self._expired, seconds, what)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expired(self, seconds: float, what: str) -> None:
+        self._timer = None
+        cycle = self.cycle  # the request being read (body), or the one before it (head of the next)
+        answer = (cycle is None or cycle.response_complete) if what == "header" else not cycle.response_started
+        self._refuse(408, "request_timeout", f"the request's {what} did not arrive within {seconds:g} s "
+                                             f"(--{what}-timeout)", answer=answer)
+
+    def _refuse(self, status: int, kind: str, message: str, answer: bool = True) -> None:
+        """Answer (unless a response is under way) and close; the app, if reading, sees a disconnect."""
+        if self.transport.is_closing():
+            return
+        if self.on_refuse is not None:
+            self.on_refuse(kind)
+        if answer:
+            self.transport.write(raw_error(status, kind, message))
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True
+            cycle.message_event.set()
+        self.transport.close()
+
+
+def guarded_protocol(config: GatewayConfig, on_refuse: Any = None) -> type[GuardedProtocol]:
+    """The protocol class uvicorn builds a connection with, carrying ``config``'s bounds."""
+    return type("GatewayProtocol", (GuardedProtocol,), {"limits": config, "on_refuse": staticmethod(on_refuse)
+                                                        if on_refuse is not None else None})
+
+
+def uvicorn_config(app: Any, config: GatewayConfig, **kw: Any) -> Any:
+    """A ``uvicorn.Config`` for the gateway: its protocol, its keep-alive, no access log of uvicorn's own."""
+    import uvicorn
+
+    kw.setdefault("log_level", "warning")
+    gateway = getattr(app, "gateway", None)  # create_app's: its metrics count what the protocol refuses
+    on_refuse = (lambda kind: gateway.metrics.refused.labels(kind).inc()) if gateway is not None else None
+    return uvicorn.Config(app, http=guarded_protocol(config, on_refuse), timeout_keep_alive=config.keep_alive_s,
+                          access_log=False, log_config=None, **kw)

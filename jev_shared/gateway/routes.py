@@ -1,0 +1,75 @@
+"""The gateway's routes, one router per concern: decisions, models, operations."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from .deps import caller, gateway
+from .errors import from_exception
+from .schema import ErrorBody, Health, ModelCard, ModelList, SystemOneReply, SystemOneRequest
+from .service import Gateway
+
+_ERRORS = {code: {"model": ErrorBody, "description": what} for code, what in (
+    (401, "missing or wrong bearer key"), (403, "without keys: a Host that is not loopback"),
+    (404, "unknown model"), (408, "the request's headers or body came too slowly"), (413, "body over the limit"),
+    (422, "a bad question, option or body, named by id and field (or too many questions); nothing was sent"),
+    (429, "the backend throttles, the gateway is full, or the key holds too many backend calls: see Retry-After"),
+    (502, "the backend failed or its answer was unreadable"), (504, "the request or a backend call timed out"))}
+
+
+def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    """Compact JSON, sent as is (the response models document it; validating it again costs time)."""
+    return Response(json.dumps(body, separators=(",", ":")), status_code=status, headers=headers,
+                    media_type="application/json")
+
+
+decisions = APIRouter(prefix="/v1", tags=["decisions"])
+
+
+@decisions.post("/systemone", response_model=SystemOneReply, responses=_ERRORS,
+                summary="Answer typed questions about a state")
+async def systemone(req: SystemOneRequest, request: Request, gw: Gateway = Depends(gateway),  # noqa: B008
+                    key: str | None = Depends(caller)) -> Response:  # noqa: B008
+    noted = request.scope.setdefault("jev", {})
+    try:
+        body = await gw.answer(req, key, noted)
+    except Exception as exc:  # noqa: BLE001 - every failure leaves typed
+        raise from_exception(exc, gw.config.retry_after_s) from None
+    return json_response(200, body)
+
+
+models = APIRouter(prefix="/v1", tags=["models"])
+#: When this process started serving: the cards' ``created`` and ``release_date``.
+_STARTED = time.time()
+
+
+@models.get("/models", response_model=ModelList, responses={401: _ERRORS[401]},
+            summary="The models this gateway serves (OpenAI's list and System One's, in one body)")
+async def list_models(gw: Gateway = Depends(gateway), _: str | None = Depends(caller)) -> Response:  # noqa: B008
+    day = time.strftime("%Y-%m-%d", time.gmtime(_STARTED))
+    cards = [ModelCard(id=m, name=m, created=int(_STARTED), release_date=day,
+                       description=f"{m} behind the jev System One gateway").model_dump() for m in gw.pool.models]
+    return json_response(200, {"object": "list", "data": cards, "models": cards})
+
+
+ops = APIRouter(tags=["operations"])
+
+
+@ops.get("/healthz", response_model=Health, responses={503: {"model": Health, "description": "still warming"}},
+         summary="Readiness: 200 once --warm questions are prepared (503 before); no backend call, no key")
+async def healthz(gw: Gateway = Depends(gateway)) -> Response:  # noqa: B008
+    body = {"status": "ok" if gw.ready else "warming", "ready": gw.ready, "models": gw.pool.models,
+            "in_flight": gw.in_flight}
+    return json_response(200 if gw.ready else 503, body)
+
+
+@ops.get("/metrics", summary="Prometheus metrics (text exposition format, no key)", response_class=PlainTextResponse,
+         responses={200: {"description": "Prometheus text", "content": {"text/plain": {"schema": {"type": "string"}}}}})
+async def metrics(gw: Gateway = Depends(gateway)) -> Response:  # noqa: B008
+    return Response(gw.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

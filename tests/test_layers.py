@@ -1,0 +1,146 @@
+"""The floors of the house, checked from the source: the engine at the bottom, the applications
+(batch, cli, gateway) above it on its public API only, and no import circle anywhere.
+
+Every ``import`` and ``from ... import`` in ``jev_shared`` is read with :mod:`ast` (module level and
+inside functions alike), relative imports resolved, and the graph walked.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import jev_shared
+
+ROOT = Path(jev_shared.__file__).resolve().parent
+APPS = ("jev_shared.batch", "jev_shared.cli", "jev_shared.gateway")
+#: Engine modules an application may import besides the top-level names: documented public modules.
+PUBLIC_MODULES = {"jev_shared", "jev_shared.local", "jev_shared.calibration", "jev_shared.redact"}
+#: Which application may stand on which (the command line drives the other two).
+APP_MAY_USE = {"jev_shared.cli": {"jev_shared.batch", "jev_shared.gateway"}, "jev_shared.batch": set(),
+               "jev_shared.gateway": set()}
+
+
+def module_name(path: Path) -> str:
+    parts = ["jev_shared", *path.relative_to(ROOT).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in ROOT.rglob("*.py")}
+
+
+def imports(name: str, path: Path, known: set[str]) -> set[tuple[str, tuple[str, ...]]]:
+    """(module imported, names taken from it) for every import statement in ``path``."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[tuple[str, tuple[str, ...]]] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {(a.name, ()) for a in node.names if a.name.startswith("jev_shared")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], *base.split(".")])
+                base = base.rstrip(".")
+            if not base.startswith("jev_shared"):
+                continue
+            names = tuple(a.name for a in node.names)
+            subs = {f"{base}.{n}" for n in names if f"{base}.{n}" in known}
+            found |= {(s, ()) for s in subs}
+            rest = tuple(n for n in names if f"{base}.{n}" not in known)
+            if rest or not subs:
+                found.add((base, rest))
+    return found
+
+
+def graph() -> dict[str, set[tuple[str, tuple[str, ...]]]]:
+    mods = modules()
+    return {name: imports(name, path, set(mods)) for name, path in mods.items()}
+
+
+def app_of(name: str) -> str | None:
+    return next((a for a in APPS if name == a or name.startswith(a + ".")), None)
+
+
+def test_the_engine_never_imports_an_application():
+    upward = [(m, dep) for m, deps in graph().items() if app_of(m) is None
+              for dep, _ in deps if app_of(dep) is not None]
+    assert upward == []
+
+
+def test_applications_use_only_the_engines_public_api():
+    public = set(jev_shared.__all__)
+    bad = []
+    for m, deps in graph().items():
+        app = app_of(m)
+        if app is None:
+            continue
+        for dep, names in deps:
+            other = app_of(dep)
+            if other == app:
+                continue
+            if other is not None:
+                if other not in APP_MAY_USE[app]:
+                    bad.append((m, dep))
+            elif dep not in PUBLIC_MODULES:
+                bad.append((m, dep))
+            elif dep == "jev_shared" and not set(names) <= public:
+                bad.append((m, f"jev_shared: {sorted(set(names) - public)}"))
+    assert bad == []
+
+
+def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        state[node] = 2
+        path.pop()
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_circle_between_the_floors():
+    """Packages as nodes: the engine, each application. An edge for every import between them."""
+    floor = lambda m: app_of(m) or "engine"  # noqa: E731
+    edges: dict[str, set[str]] = {}
+    for m, deps in graph().items():
+        for dep, _ in deps:
+            if floor(dep) != floor(m):
+                edges.setdefault(floor(m), set()).add(floor(dep))
+    assert _cycle(edges) is None, _cycle(edges)
+
+
+def test_no_import_circle_inside_an_application():
+    mods = set(modules())
+    edges = {m: {d for d, _ in deps if d in mods and app_of(d) == app_of(m)}
+             for m, deps in graph().items() if app_of(m)}
+    assert _cycle(edges) is None, _cycle(edges)
+
+
+def test_importing_the_engine_loads_no_application():
+    code = ("import sys, jev_shared; from jev_shared import SystemOneClient, Choice; "
+            "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
+            "(['jev_shared','batch'], ['jev_shared','cli'], ['jev_shared','gateway'])))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_batch_names_are_still_importable_from_the_engine_and_the_batch_package():
+    from jev_shared import decide_batch as top
+    from jev_shared.batch import adecide_batch, decide_batch, stream_batch
+
+    assert top is decide_batch and callable(stream_batch) and callable(adecide_batch)
