@@ -67,9 +67,9 @@ def test_system_one_derives_a_noul_confidence_the_contract_does_not_send(report)
     assert report["typesafe-sdk"]["answers"]["genuine"]["confidence"] == "absent"
 
 
-@pytest.mark.xfail(strict=False, reason="our /v1/models is OpenAI's list ({object, data: [{id}]}); typesafe-sdk's "
-                   "models.list() needs {models: [{name, description, release_date}]} (branch hardening fixes it)")
 def test_typesafe_sdk_lists_the_gateway_models(report):
+    """/v1/models carries both shapes: OpenAI's ``data`` and the System One API's ``models`` (name, description,
+    release_date), which typesafe-sdk's ``models.list()`` validates strictly."""
     got = report["typesafe-sdk"]
     assert "models_error" not in got, got.get("models_error")
     assert MODEL in got["models"]
