@@ -20,6 +20,7 @@ from langchain_core.decisions import NoulAnswer as LcNoulAnswer
 from langchain_core.decisions import Score as LcScore
 from langchain_core.decisions import ScoreAnswer as LcScoreAnswer
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.prompt_values import PromptValue
 from pydantic import BaseModel
 
@@ -151,10 +152,12 @@ def lc_answer(answer: Any, question: Any) -> Any:
                          confidence=answer.confidence)
 
 
-def lc_usage(usage: Usage) -> dict[str, int] | None:
+def lc_usage(usage: Usage) -> UsageMetadata | None:
+    """The engine's token counts as LangChain's usage (None when the provider gave none)."""
     if usage.input_tokens is None and usage.output_tokens is None:
         return None
-    return {"input_tokens": usage.input_tokens or 0, "output_tokens": usage.output_tokens or 0}
+    n_in, n_out = usage.input_tokens or 0, usage.output_tokens or 0
+    return UsageMetadata(input_tokens=n_in, output_tokens=n_out, total_tokens=n_in + n_out)
 
 
 def engine_response(resp: ClassifierResponse, started: float) -> SystemOneResponse:

@@ -64,6 +64,26 @@ def uses_responses_api(model: BaseChatModel) -> bool:
     return getattr(model, "use_responses_api", None) is True or getattr(model, "output_version", None) == "responses/v1"
 
 
+def fills_schema_by_body(model: BaseChatModel) -> bool:
+    """True for a Responses-API model on a server other than OpenAI's (llama.cpp, vLLM, ollama, ...).
+
+    llama.cpp's ``/v1/responses`` ignores ``text.format``: asked for a JSON schema, a model writes
+    free text (or the schema itself), which the engine could only report as malformed. It honours
+    the schema as a body field, ``json_schema``, as its Chat Completions route does; OpenAI's own
+    API honours ``text.format`` and refuses unknown body fields, so it is sent only elsewhere.
+    """
+    base = getattr(model, "openai_api_base", None) or ""
+    return uses_responses_api(model) and bool(base) and "api.openai.com" not in base
+
+
+def _schema_of(response_format: Any) -> Any:
+    """The JSON schema inside a Chat Completions ``response_format``, else None."""
+    if isinstance(response_format, Mapping) and response_format.get("type") == "json_schema":
+        spec = response_format.get("json_schema")
+        return spec.get("schema") if isinstance(spec, Mapping) else None
+    return None
+
+
 def model_name(model: BaseChatModel) -> str:
     """The model's name as its integration reports it, for the engine's ``model``."""
     for attr in ("model_name", "model", "model_id"):
@@ -109,6 +129,7 @@ class ChatModelClient:
         self.model = model
         self.base = base
         self.forward = frozenset(forward) if forward is not None else default_forward(base)
+        self.fills_by_body = fills_schema_by_body(base)
         self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
 
     def _request(self, kwargs: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
@@ -120,6 +141,10 @@ class ChatModelClient:
         own_extra = getattr(self.base, "extra_body", None)
         if "extra_body" in sent and isinstance(own_extra, Mapping):
             sent["extra_body"] = {**own_extra, **sent["extra_body"]}  # the model's own extra_body stays
+        schema = _schema_of(kwargs.get("response_format"))
+        if schema is not None and self.fills_by_body:
+            extra = sent.get("extra_body") or (own_extra if isinstance(own_extra, Mapping) else {})
+            sent["extra_body"] = {**extra, "json_schema": schema}
         return list(kwargs["messages"]), sent
 
     def create(self, **kwargs: Any) -> dict[str, Any]:
@@ -157,5 +182,5 @@ def jev_async_client_from_chat_model(model: Any, *, forward: Collection[str] | N
 
 __all__ = [
     "ChatModelClient", "AsyncChatModelClient", "jev_client_from_chat_model", "jev_async_client_from_chat_model",
-    "chat_model_of", "default_forward", "completion_dict", "ENGINE_FIELDS",
+    "chat_model_of", "default_forward", "completion_dict", "fills_schema_by_body", "ENGINE_FIELDS",
 ]

@@ -8,7 +8,9 @@ token's logprobs from any chat model:
     agent = create_agent(model, tools, middleware=[AutoModeMiddleware(tools=[delete_file], classifier=classifier)])
 
 Questions come as LangChain writes them (JSON instructions and descriptions are sent as JSON text);
-a ``Box`` question or a media block is refused by name before any request. The response carries the
+a ``Box`` question or a media block is refused by name before any request. A choice the model gave
+no signal on takes its default option (so ``ModelRouterMiddleware`` runs the default model rather than
+ending the agent's run); a noul or score with no signal raises. The response carries the
 answers, usage and model; the engine's own account (readout method, passes, labels missing, no
 signal) is a ``jev_decision`` custom event on the decision's run and in its LangSmith metadata.
 """
@@ -22,9 +24,9 @@ from typing import Any, Literal
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.decisions import BaseDecisionModel, ClassifierResponse
 from langsmith.run_helpers import get_current_run_tree
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr
 
-from jev_shared import ClientPair, InvalidQuestionError, LabelReadoutError, SystemOneResponse
+from jev_shared import Choice, ClientPair, InvalidQuestionError, LabelReadoutError, SystemOneResponse
 
 from ._checks import check_option
 from ._convert import engine_question, lc_answer, lc_usage, refuse_media, to_state
@@ -43,11 +45,16 @@ class _Asked:
     originals: dict[str, Any]
 
     @classmethod
-    def of(cls, state: Any, questions: Mapping[str, Any]) -> _Asked:
+    def of(cls, state: Any, questions: Mapping[str, Any], defaults: Mapping[str, str]) -> _Asked:
         if not questions:
             raise InvalidQuestionError("a request needs at least one question", field="questions")
         refuse_media(state, "state")
         engine = {qid: engine_question(qid, q) for qid, q in questions.items()}
+        for qid, key in defaults.items():
+            question = engine.get(qid)
+            if isinstance(question, Choice) and key not in question.criteria:
+                raise InvalidQuestionError(f"choice_defaults: {key!r} is not one of the options "
+                                           f"{sorted(question.criteria)}", question_id=qid, field="choice_defaults")
         return cls(to_state(state), engine, dict(questions))
 
 
@@ -56,26 +63,32 @@ class JevDecisionModel(BaseDecisionModel):
 
     Async calls are native with an async client (a chat model serves both). ``on_no_signal``: when
     no answer label was in the model's token window the distribution is a uniform stand-in, not
-    evidence: ``"raise"`` (default, :class:`jev_shared.LabelReadoutError`, as LangChain's middleware
-    expects failures to propagate) or ``"uniform"`` (return it).
+    evidence. ``"default"`` (the default): a choice takes its default option, ``choice_defaults[qid]``
+    or else its first option, with confidence 0 (a model router goes on with the default model); a
+    noul or a score raises :class:`jev_shared.LabelReadoutError` (there is no safe default for "is this
+    call risky?"). ``"raise"``: every question raises. ``"uniform"``: return the stand-in.
     """
 
     client: Any
     model: str = ""
-    on_no_signal: Literal["raise", "uniform"] = "raise"
+    on_no_signal: Literal["default", "raise", "uniform"] = "default"
+    choice_defaults: dict[str, str] = Field(default_factory=dict)
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     _pair: ClientPair = PrivateAttr()
 
-    def __init__(self, client: Any = None, **kwargs: Any) -> None:
+    def __init__(self, client: Any = None, *, model: str | None = None,
+                 on_no_signal: Literal["default", "raise", "uniform"] = "default",
+                 choice_defaults: Mapping[str, str] | None = None, **kwargs: Any) -> None:
         pair = client_pair(client, "JevDecisionModel")
         if pair is None:
             raise TypeError(f"JevDecisionModel: client must be a SystemOneClient, an AsyncSystemOneClient or a "
                             f"LangChain chat model, got {type(client).__name__}")
-        check_option("on_no_signal", kwargs.get("on_no_signal", "raise"), ("raise", "uniform"))
-        kwargs.setdefault("model", pair.model)
-        super().__init__(client=client, **kwargs)
+        check_option("on_no_signal", on_no_signal, ("default", "raise", "uniform"))
+        fields: dict[str, Any] = {"client": client, "model": pair.model if model is None else model,
+                                  "on_no_signal": on_no_signal, "choice_defaults": dict(choice_defaults or {})}
+        super().__init__(**fields, **kwargs)  # a dict: the base declares no __init__ fields to a type checker
         self._pair = pair
 
     @property
@@ -88,26 +101,34 @@ class JevDecisionModel(BaseDecisionModel):
         return PROVIDER
 
     def _classify(self, state: Any, questions: dict[str, Any]) -> ClassifierResponse:
-        asked = _Asked.of(state, questions)
+        asked = _Asked.of(state, questions, self.choice_defaults)
         resp = self._pair.ask(asked.state, asked.questions)
         dispatch_custom_event(EVENT, _extras(resp))
         return self._response(asked, resp)
 
     async def _aclassify(self, state: Any, questions: dict[str, Any]) -> ClassifierResponse:
-        asked = _Asked.of(state, questions)
+        asked = _Asked.of(state, questions, self.choice_defaults)
         resp = await self._pair.aask(asked.state, asked.questions)
         await adispatch_custom_event(EVENT, _extras(resp))
         return self._response(asked, resp)
 
     def _response(self, asked: _Asked, resp: SystemOneResponse) -> ClassifierResponse:
         silent = [qid for qid in asked.questions if resp.no_signal(qid)]
-        if silent and self.on_no_signal == "raise":
+        defaulted = {qid: self._default_of(qid, asked.questions[qid]) for qid in silent
+                     if self.on_no_signal == "default" and isinstance(asked.questions[qid], Choice)}
+        failed = [qid for qid in silent if self.on_no_signal != "uniform" and qid not in defaulted]
+        if failed:
             raise LabelReadoutError(f"JevDecisionModel: no answer label was in the model's token window for "
-                                    f"{silent} (no signal); the decision failed")
-        _note_on_run(resp)
-        return ClassifierResponse(
-            model=resp.model, usage=lc_usage(resp.usage),
-            answers={qid: lc_answer(a, asked.originals[qid]) for qid, a in resp.answers.items()})
+                                    f"{failed} (no signal); the decision failed")
+        _note_on_run(resp, defaulted)
+        answers = {qid: lc_answer(a, asked.originals[qid]) for qid, a in resp.answers.items()}
+        for qid, key in defaulted.items():  # the stand-in's distribution kept; the pick is the default, unsure
+            answers[qid] = answers[qid].model_copy(update={"choice": key, "confidence": 0.0})
+        return ClassifierResponse(model=resp.model, usage=lc_usage(resp.usage), answers=answers)
+
+    def _default_of(self, qid: str, question: Choice) -> str:
+        """The option a choice takes on no signal: the one named in ``choice_defaults``, else the first."""
+        return self.choice_defaults.get(qid) or next(iter(question.criteria))
 
 
 def _extras(resp: SystemOneResponse) -> dict[str, Any]:
@@ -116,12 +137,12 @@ def _extras(resp: SystemOneResponse) -> dict[str, Any]:
             "n_retries": resp.usage.n_retries, "latency_ms": resp.usage.latency_ms}
 
 
-def _note_on_run(resp: SystemOneResponse) -> None:
+def _note_on_run(resp: SystemOneResponse, defaulted: Mapping[str, str]) -> None:
     """The extras in the LangSmith run's metadata, beside the usage the base class records there."""
     try:
         run_tree = get_current_run_tree()
         if run_tree is not None:
-            run_tree.extra.setdefault("metadata", {})["jev"] = _extras(resp)
+            run_tree.extra.setdefault("metadata", {})["jev"] = {**_extras(resp), "no_signal_defaults": dict(defaulted)}
     except Exception:  # noqa: BLE001 - tracing must not break a decision
         return
 

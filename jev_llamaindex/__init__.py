@@ -1,4 +1,4 @@
-"""jev_llamaindex: LlamaIndex selectors (and a node filter) that read decisions as probability distributions.
+"""jev_llamaindex: LlamaIndex selectors, a node filter and a reranker that read decisions as probability distributions.
 
     from jev_llamaindex import JevSingleSelector
     selector = JevSingleSelector.from_defaults(llm=llm)          # was LLMSingleSelector.from_defaults(llm=llm)
@@ -12,6 +12,7 @@ if importlib.util.find_spec("llama_index") is None or importlib.util.find_spec("
 
 from .llm import AsyncLlamaIndexLLMClient, LlamaIndexLLMClient, chat_response_to_dict, system_one_clients
 from .postprocessor import JevRelevanceFilter
+from .rerank import JevRerank
 from .results import JevSelectionEvent, JevSelectorResult, LowConfidenceError
 from .selectors import JevMultiSelector, JevSingleSelector
 
@@ -22,6 +23,7 @@ __all__ = [
     "JevSelectionEvent",
     "LowConfidenceError",
     "JevRelevanceFilter",
+    "JevRerank",
     "LlamaIndexLLMClient",
     "AsyncLlamaIndexLLMClient",
     "system_one_clients",

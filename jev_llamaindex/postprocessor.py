@@ -117,17 +117,20 @@ def _required(query_bundle: QueryBundle | None) -> QueryBundle:
     return query_bundle
 
 
-def ask_each(pair: ClientPair, states: list[Any], questions: dict[str, Any]) -> list[SystemOneResponse]:
-    """The same questions on each state, on up to the client's ``max_concurrency`` worker threads."""
+def ask_each(pair: ClientPair, states: list[Any], questions: dict[str, Any],
+             limit: int | None = None) -> list[SystemOneResponse]:
+    """The same questions on each state, on up to ``limit`` (else the client's ``max_concurrency``) threads."""
     if not states:
         return []
-    with ThreadPoolExecutor(max_workers=min(len(states), pair.max_concurrency), thread_name_prefix="jev-filter") as pool:
+    workers = min(len(states), limit or pair.max_concurrency)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jev-filter") as pool:
         return list(pool.map(lambda state: pair.ask(state, questions), states))
 
 
-async def aask_each(pair: ClientPair, states: list[Any], questions: dict[str, Any]) -> list[SystemOneResponse]:
-    """The same questions on each state as concurrent tasks, up to the client's ``max_concurrency`` at once."""
-    sem = asyncio.Semaphore(pair.max_concurrency)
+async def aask_each(pair: ClientPair, states: list[Any], questions: dict[str, Any],
+                    limit: int | None = None) -> list[SystemOneResponse]:
+    """The same questions on each state as concurrent tasks, up to ``limit`` (else ``max_concurrency``) at once."""
+    sem = asyncio.Semaphore(limit or pair.max_concurrency)
 
     async def one(state: Any) -> SystemOneResponse:
         async with sem:

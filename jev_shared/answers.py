@@ -107,6 +107,24 @@ class SystemOneResponse(BaseModel):
     def __getitem__(self, question_id: str) -> Answer:
         return self.answers[question_id]
 
+    # Typed views by kind, as LangChain's ``ClassifierResponse`` has: ``resp.choices["team"].choice``
+    # type-checks where ``resp.answers["team"]`` is the union. Properties, so ``model_dump()`` is unchanged.
+
+    @property
+    def choices(self) -> dict[str, ChoiceAnswer]:
+        """The choice answers keyed by question id, in question order."""
+        return {qid: a for qid, a in self.answers.items() if isinstance(a, ChoiceAnswer)}
+
+    @property
+    def scores(self) -> dict[str, ScoreAnswer]:
+        """The score answers keyed by question id, in question order."""
+        return {qid: a for qid, a in self.answers.items() if isinstance(a, ScoreAnswer)}
+
+    @property
+    def nouls(self) -> dict[str, NoulAnswer]:
+        """The noul (yes/no) answers keyed by question id, in question order."""
+        return {qid: a for qid, a in self.answers.items() if isinstance(a, NoulAnswer)}
+
     def method_of(self, question_id: str) -> str | None:
         """The readout method that answered the question (``logprobs``, ``structured``, …)."""
         return ((self.debug or {}).get("methods") or {}).get(question_id)

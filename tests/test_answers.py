@@ -64,3 +64,23 @@ def test_noul_dumps_without_confidence():
     answer = build_answer(prep, [0.8, 0.2])
     assert answer.model_dump() == {"type": "noul", "noul": pytest.approx(0.8)}
     assert answer.value is True
+
+
+def test_typed_views_split_the_answers_by_kind_and_leave_the_dump_alone():
+    from jev_shared import SystemOneResponse
+    from jev_shared.answers import ChoiceAnswer, NoulAnswer, ScoreAnswer
+
+    answers = {
+        "team": build_answer(prepare_question("team", TEAM, "logprobs"), [0.7, 0.2, 0.1]),
+        "urgency": build_answer(prepare_question("urgency", Score(instructions="u", criteria=["a", "b"]), "logprobs"),
+                                [0.4, 0.6]),
+        "spam": build_answer(prepare_question("spam", Noul(instructions="spam"), "logprobs"), [0.1, 0.9]),
+    }
+    resp = SystemOneResponse(model="m", answers=answers)
+    assert resp.choices["team"].choice == "billing" and isinstance(resp.choices["team"], ChoiceAnswer)
+    assert resp.scores["urgency"].score == pytest.approx(0.6) and isinstance(resp.scores["urgency"], ScoreAnswer)
+    assert resp.nouls["spam"].noul == pytest.approx(0.1) and isinstance(resp.nouls["spam"], NoulAnswer)
+    assert list(resp.choices) == ["team"] and list(resp.scores) == ["urgency"] and list(resp.nouls) == ["spam"]
+    dumped = resp.model_dump()
+    assert set(dumped) == {"model", "answers", "usage", "debug"}
+    assert SystemOneResponse.model_validate(dumped) == resp

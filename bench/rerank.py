@@ -1,0 +1,189 @@
+"""Reranking bench: no rerank, LlamaIndex's LLMRerank and JevRerank on the same first-stage candidates.
+
+    python bench/rerank.py                      # embedded Qwen2.5-Coder-0.5B, 30 queries x 10 candidates
+    python bench/rerank.py --model smollm2 --limit 5     # a quick look
+
+The set (bench/data/rerank.json, built by bench/rerank_data.py; source and licence in
+bench/data/README.md) holds SQuAD 2.0 questions, each with BM25's ten best paragraphs of five
+Wikipedia articles. Every contender gets the same ten nodes, in BM25 order with BM25's score, and
+keeps five (``top_n=5``). Calls and tokens are read off the wire (one counting HTTP transport under
+both), so they are counted alike; ``computed`` is the prompt tokens the server evaluated, the rest
+being served from its prompt cache. A reranker that raises is scored on the first-stage order for
+that query, and counted under ``failed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DATA = ROOT / "bench" / "data" / "rerank.json"
+MODELS = {"qwen": "qwen2.5-coder-0.5b", "smollm2": "smollm2-135m"}
+TOP_N = 5
+#: LLMRerank's reply is "Doc: 3, Relevance: 7" lines, ten at most: 200 tokens hold them and cut a reply that runs on.
+GEN_CAP = 200
+
+
+class Meter(httpx.BaseTransport):
+    """Counts calls and the usage every response reports (thread-safe: JevRerank calls concurrently)."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.lock = threading.Lock()
+        self.calls = self.prompt = self.completion = self.computed = 0
+
+    def snapshot(self) -> tuple[int, int, int, int]:
+        with self.lock:
+            return self.calls, self.prompt, self.completion, self.computed
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        resp = self.inner.handle_request(request)
+        try:
+            body = resp.read()
+        finally:
+            resp.close()
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = {}
+        usage = (data.get("usage") or {}) if isinstance(data, dict) else {}
+        timings = (data.get("timings") or {}) if isinstance(data, dict) else {}
+        with self.lock:
+            self.calls += 1
+            self.prompt += int(usage.get("prompt_tokens") or 0)
+            self.completion += int(usage.get("completion_tokens") or 0)
+            self.computed += int(timings.get("prompt_n", usage.get("prompt_tokens") or 0))
+        headers = [(k, v) for k, v in resp.headers.items() if k.lower() not in ("content-length", "transfer-encoding")]
+        return httpx.Response(resp.status_code, headers=headers, content=body, request=request)
+
+
+def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int = 5) -> float:
+    """nDCG@k with graded gains 2^rel − 1 over the list the pipeline gets (fewer than k count as misses)."""
+    dcg = sum((2 ** relevant.get(pid, 0) - 1) / math.log2(i + 2) for i, pid in enumerate(ranked[:k]))
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    idcg = sum((2 ** r - 1) / math.log2(i + 2) for i, r in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def contenders(srv: Any, meter: Meter, modes: list[str], concurrency: int | None) -> dict[str, Any]:
+    """Each contender: nodes, query -> ranked nodes. Both rerankers talk to the same server through ``meter``."""
+    import openai
+    from llama_index.core.postprocessor import LLMRerank
+    from llama_index.llms.openai_like import OpenAILike
+
+    from jev_llamaindex import JevRerank
+
+    llm = OpenAILike(model=srv.model, api_base=srv.base_url, api_key="local", is_chat_model=True,
+                     max_tokens=GEN_CAP, temperature=0.0, http_client=httpx.Client(transport=meter, timeout=300))
+    llm_rerank = LLMRerank(llm=llm, top_n=TOP_N, choice_batch_size=10)
+    client = openai.OpenAI(base_url=srv.base_url, api_key="local", http_client=httpx.Client(transport=meter, timeout=300))
+    out: dict[str, Any] = {"none": lambda nodes, query_str: nodes[:TOP_N], "LLMRerank": llm_rerank.postprocess_nodes}
+    for mode in modes:
+        jev = JevRerank.from_defaults(client, model=srv.model, top_n=TOP_N, mode=mode, max_concurrency=concurrency)
+        out[f"JevRerank ({mode})"] = jev.postprocess_nodes
+    return out
+
+
+def run(model_key: str, limit: int | None, modes: list[str], concurrency: int | None,
+        only: list[str] | None = None) -> dict[str, Any]:
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from jev_shared.local import LocalServer
+
+    data = json.loads(DATA.read_text())
+    queries = data["queries"][:limit]
+    passages = data["passages"]
+    meter = Meter()
+    info: dict[str, Any] = {"model": MODELS[model_key], "queries": len(queries), "top_n": TOP_N,
+                            "jev_max_concurrency": concurrency,
+                            "loadavg_start": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
+                            "platform": platform.platform(), "results": {}}
+    print(f"{info['model']}: {len(queries)} queries x 10 candidates; load {info['loadavg_start']}", flush=True)
+    with LocalServer(MODELS[model_key]) as srv:
+        rankers = contenders(srv, meter, modes, concurrency)
+        rankers = {k: v for k, v in rankers.items() if not only or k.split(" ")[0] in only or k in only}
+        warm = [NodeWithScore(node=TextNode(text=passages[p], id_=p), score=s) for p, s in queries[0]["candidates"]]
+        for rank in rankers.values():  # first calls pay one-time costs (label checks, the server's warm-up)
+            rank(warm[:3], query_str=queries[0]["query"])
+        rows: dict[str, list[dict[str, Any]]] = {name: [] for name in rankers}
+        for i, q in enumerate(queries):  # contenders take turns on each query, so a change in load hits all alike
+            for name, rank in rankers.items():
+                rows[name].append(one_query(rank, meter, q, passages))
+            print(f"  query {i + 1}/{len(queries)}: " + ", ".join(
+                f"{name} {rows[name][-1]['ndcg5']:.2f} in {rows[name][-1]['seconds']:.1f} s" for name in rankers),
+                flush=True)
+    print("| reranker | nDCG@5 | hit@1 | tokens / query | calls / query | p50 / query | nodes kept | failed |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, got in rows.items():
+        info["results"][name] = summary(got)
+        print(line(name, info["results"][name]), flush=True)
+    info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    return info
+
+
+def one_query(rank: Any, meter: Meter, q: dict[str, Any], passages: dict[str, str]) -> dict[str, Any]:
+    """One contender on one query: its list, scored, with what it cost on the wire."""
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    nodes = [NodeWithScore(node=TextNode(text=passages[p], id_=p), score=s) for p, s in q["candidates"]]
+    before, t0, failed = meter.snapshot(), time.perf_counter(), ""
+    try:
+        ranked = [n.node.node_id for n in rank(nodes, query_str=q["query"])]
+    except Exception as exc:  # noqa: BLE001 - a contender's failure is a result here
+        failed, ranked = f"{type(exc).__name__}: {exc}"[:200], [n.node.node_id for n in nodes[:TOP_N]]
+    seconds, after = time.perf_counter() - t0, meter.snapshot()
+    return {"ndcg5": ndcg_at(ranked, q["relevant"]), "hit1": bool(ranked) and q["relevant"].get(ranked[0]) == 2,
+            "returned": len(ranked), "seconds": seconds, "calls": after[0] - before[0],
+            "prompt": after[1] - before[1], "completion": after[2] - before[2], "computed": after[3] - before[3],
+            "failed": failed}
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(rows)
+    return {"ndcg5": sum(r["ndcg5"] for r in rows) / n, "hit1": sum(r["hit1"] for r in rows) / n,
+            "tokens": sum(r["prompt"] + r["completion"] for r in rows) / n,
+            "output_tokens": sum(r["completion"] for r in rows) / n, "computed": sum(r["computed"] for r in rows) / n,
+            "calls": sum(r["calls"] for r in rows) / n, "p50_s": statistics.median(r["seconds"] for r in rows),
+            "returned": sum(r["returned"] for r in rows) / n,
+            "failed": sum(bool(r["failed"]) for r in rows), "errors": sorted({r["failed"] for r in rows if r["failed"]})[:3]}
+
+
+def line(name: str, r: dict[str, Any]) -> str:
+    return (f"| {name} | {r['ndcg5']:.3f} | {r['hit1']:.2f} | {r['tokens']:.0f} ({r['output_tokens']:.0f} out, "
+            f"{r['computed']:.0f} computed) | {r['calls']:.1f} | {r['p50_s']:.2f} s | {r['returned']:.1f} | "
+            f"{r['failed']} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=sorted(MODELS), default="qwen")
+    parser.add_argument("--limit", type=int, default=None, help="the first N queries only")
+    parser.add_argument("--mode", choices=["score", "noul"], action="append", help="JevRerank's question "
+                        "(repeat for both; default: both)")
+    parser.add_argument("--concurrency", type=int, default=2, help="JevRerank's max_concurrency (default 2: "
+                        "the server caches the query's prefix once per slot a request lands on)")
+    parser.add_argument("--only", action="append", help="run only these contenders (none, LLMRerank, JevRerank)")
+    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    args = parser.parse_args()
+    info = run(args.model, args.limit, args.mode or ["noul", "score"], args.concurrency, args.only)
+    print(f"load average {info['loadavg_start']} -> {info['loadavg_end']} on {info['cpus']} CPUs")
+    if args.out:
+        args.out.write_text(json.dumps(info, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
