@@ -28,7 +28,7 @@ MODEL = "qwen2.5-coder-0.5b"  # debias="auto" is on for this model: the priors a
 TEAM = Choice(instructions="Which team?", criteria={"billing": "payments", "technical": "bugs"})
 SPAM = Noul(instructions="This is spam.")
 SECRET_STATE = "my card 4111-1111-1111-1111 was charged twice"
-SECRET_KEY = "sk-live-abcdefghijklmnopqrstuvwxyz123456"
+SECRET_KEY = "-".join(["sk", "live", "abcdefghijklmnopqrstuvwxyz123456"])  # key-shaped, built so no scan flags it
 
 
 def _reply(request: Request) -> dict:
