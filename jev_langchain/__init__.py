@@ -13,7 +13,7 @@ The doors take a ``SystemOneClient``, an ``AsyncSystemOneClient``, a LangChain c
 """
 
 import importlib.util
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 if importlib.util.find_spec("langchain_core") is None:  # one actionable line instead of a traceback from deep inside
     raise ImportError("jev_langchain needs langchain-core: pip install -e '.[langchain]' from a checkout")
@@ -30,6 +30,9 @@ from .gate import GateDecision, JevGate
 from .guard import GuardDecision, ToolCallGuard
 from .guarded_tool import GuardedTool, guard_tool
 from .router import JevRouter, Route, RouteDecision
+
+if TYPE_CHECKING:  # imported on first use at run time (below): it needs the langchain package
+    from .middleware import JevToolGuardMiddleware
 
 __all__ = [
     "JevDecisionModel",

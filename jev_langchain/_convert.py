@@ -113,7 +113,8 @@ def engine_question(qid: str, question: Any) -> Choice | Score | Noul:
     refuse_media(question.model_dump(), f"questions[{qid!r}]")
     instructions = text_of(question.instructions) or ""
     if isinstance(question, LcChoice):
-        return Choice(instructions=instructions, criteria={k: text_of(v) for k, v in question.criteria.items()})
+        options: dict[str, Any] = {k: text_of(v) for k, v in question.criteria.items()}  # a null: Choice refuses it
+        return Choice(instructions=instructions, criteria=options)
     if isinstance(question, LcScore):
         return Score(instructions=instructions, criteria=[text_of(v) or "" for v in question.criteria])
     if isinstance(question, LcNoul):
@@ -172,7 +173,7 @@ def engine_response(resp: ClassifierResponse, started: float) -> SystemOneRespon
             answers[qid] = ScoreAnswer(score=a.score, legend={str(k): text_of(v) or "" for k, v in a.legend.items()},
                                        probabilities={str(k): p for k, p in a.probabilities.items()},
                                        confidence=a.confidence)
-    usage = resp.usage or {}
+    usage: Mapping[str, Any] = resp.usage or {}
     return SystemOneResponse(
         model=resp.model, answers=answers,
         usage=Usage(input_tokens=usage.get("input_tokens"), output_tokens=usage.get("output_tokens"), n_calls=1,

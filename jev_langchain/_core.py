@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any, ClassVar
 
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
-from langchain_core.decisions import BaseDecisionModel
+from langchain_core.decisions import BaseDecisionModel, ClassifierRequest
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import patch_config
 from pydantic import BaseModel
@@ -104,7 +104,7 @@ class Engine:
                 "into text, a JSON object or chat turns", field="state") from None
 
 
-def _request(state: Any, questions: Mapping[str, Any]) -> dict[str, Any]:
+def _request(state: Any, questions: Mapping[str, Any]) -> ClassifierRequest:
     return {"state": state, "questions": {qid: lc_question(q) for qid, q in questions.items()}}
 
 
@@ -119,6 +119,10 @@ class Decider:
     event: ClassVar[str]
     question_id: ClassVar[str]
     _engine: Engine
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # cooperative: the fields go on to the pydantic model after Decider in the subclass's MRO
+        super().__init__(*args, **kwargs)
 
     def _question(self) -> Any:
         raise NotImplementedError

@@ -108,7 +108,7 @@ def completion_dict(message: BaseMessage) -> dict[str, Any]:
     finish = meta.get("finish_reason") or meta.get("stop_reason")
     usage = getattr(message, "usage_metadata", None) or {}
     return {
-        "choices": [{"index": 0, "message": body, "finish_reason": _FINISH.get(finish, finish), "logprobs": logprobs}],
+        "choices": [{"index": 0, "message": body, "finish_reason": _FINISH.get(str(finish), finish), "logprobs": logprobs}],
         "usage": {"prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens")},
     }
 

@@ -78,7 +78,7 @@ class JevGate(Decider, RunnableSerializable[Any, Any]):
         question = Noul(instructions=instructions, criteria=check_noul_criteria(criteria),
                         examples=check_noul_examples(examples))
         engine = Engine(client, "JevGate")
-        super().__init__(client=client, instructions=instructions, criteria=question.criteria,  # type: ignore[call-arg]
+        super().__init__(client=client, instructions=instructions, criteria=question.criteria,
                          threshold=threshold, state=check_state(state), on_block=_fallback(on_block),
                          on_error=on_error, examples=question.examples, **kwargs)
         self._engine = engine

@@ -106,7 +106,7 @@ class ToolCallGuard(Decider):
         """Decide one call; traced as a ``jev_guard`` run under ``config`` (or the current run).
 
         With ``call_id``, a call already sent to a person gets the same decision again (a resumed run)."""
-        if call_id in self._reviewed:
+        if call_id is not None and call_id in self._reviewed:
             return self._reviewed[call_id]
         return self._remember(call_id, self._step().invoke(self._call(tool, arguments, conversation, description),
                                                            config))
@@ -114,7 +114,7 @@ class ToolCallGuard(Decider):
     async def acheck(self, tool: str, arguments: Mapping[str, Any], conversation: Sequence[Any] | None = None, *,
                      description: str | None = None, config: RunnableConfig | None = None,
                      call_id: str | None = None) -> GuardDecision:
-        if call_id in self._reviewed:
+        if call_id is not None and call_id in self._reviewed:
             return self._reviewed[call_id]
         call = self._call(tool, arguments, conversation, description)
         return self._remember(call_id, await self._step().ainvoke(call, config))

@@ -39,6 +39,11 @@ class GuardedTool(BaseTool):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
+    def __init__(self, *, tool: BaseTool, guard: ToolCallGuard, conversation: Callable[[], Sequence[Any]] | None = None,
+                 **kwargs: Any) -> None:
+        # name, description and the rest come from ``tool`` (``_copy_from_tool``): the signature says so to type checkers
+        super().__init__(tool=tool, guard=guard, conversation=conversation, **kwargs)
+
     @model_validator(mode="before")
     @classmethod
     def _copy_from_tool(cls, data: Any) -> Any:

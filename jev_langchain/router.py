@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableSerializable
 from langchain_core.runnables.utils import ConfigurableFieldSpec, get_unique_config_specs
+from langchain_core.utils.pydantic import TypeBaseModel
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from jev_shared import Choice, ChoiceAnswer, Example, SystemOneResponse
@@ -98,7 +99,7 @@ class JevRouter(Decider, RunnableSerializable[Any, Any]):
             raise ValueError(f"default: {default!r} is not one of the routes {list(parsed)}")
         checked = check_examples(examples, parsed, f"{{answer}} is not one of the routes {list(parsed)}")
         engine = Engine(client, "JevRouter")
-        super().__init__(client=client, routes=parsed, instructions=instructions,  # type: ignore[call-arg]
+        super().__init__(client=client, routes=parsed, instructions=instructions,
                          state=check_state(state), default=default, min_confidence=min_confidence,
                          ask_human_below=ask_human_below, examples=checked, **kwargs)
         self._engine = engine
@@ -222,7 +223,7 @@ class JevRouter(Decider, RunnableSerializable[Any, Any]):
             return Any
         return union([b.InputType for b in branches if b is not None])
 
-    def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+    def get_input_schema(self, config: RunnableConfig | None = None) -> TypeBaseModel:
         """The first branch's input schema that names a type (as ``RunnableBranch`` does), so ``as_tool`` works."""
         for route in self.routes.values():
             if route.runnable is not None and route.runnable.get_input_jsonschema(config).get("type") is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LogProb
 
@@ -124,7 +124,8 @@ def _as_dict(obj: Any) -> dict[str, Any] | None:
     if isinstance(obj, Mapping):
         return dict(obj)
     dump = getattr(obj, "model_dump", None)
-    return dump() if callable(dump) else None
+    out = dump() if callable(dump) else None
+    return out if isinstance(out, dict) else None
 
 
 def _raw_chat_completion(raw: Any) -> dict[str, Any] | None:
@@ -133,6 +134,13 @@ def _raw_chat_completion(raw: Any) -> dict[str, Any] | None:
     if not choices or _get(choices[0], "message") is None:
         return None
     return _as_dict(raw)
+
+
+class _Entry(TypedDict):
+    """One logprob entry of a Chat Completion."""
+
+    token: str
+    logprob: float
 
 
 def recover_sampled(content: str, positions: Sequence[Sequence[LogProb]]) -> list[dict[str, Any]]:
@@ -146,7 +154,7 @@ def recover_sampled(content: str, positions: Sequence[Sequence[LogProb]]) -> lis
     entries: list[dict[str, Any]] = []
     rest = content
     for i, alts in enumerate(positions):
-        window = [{"token": a.token, "logprob": a.logprob} for a in alts]
+        window: list[_Entry] = [{"token": a.token, "logprob": a.logprob} for a in alts]
         if not window:
             continue
         matches = [a for a in window if a["token"] and rest.startswith(a["token"])]
@@ -155,7 +163,7 @@ def recover_sampled(content: str, positions: Sequence[Sequence[LogProb]]) -> lis
             rest = rest[len(sampled["token"]):]
         elif i == len(positions) - 1 and rest:
             floor = min((a["logprob"] for a in window if math.isfinite(a["logprob"])), default=-math.inf)
-            sampled = {"token": rest, "logprob": floor}
+            sampled = _Entry(token=rest, logprob=floor)
             rest = ""
         else:
             break

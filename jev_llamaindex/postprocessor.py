@@ -59,7 +59,7 @@ class JevRelevanceFilter(BaseNodePostprocessor):
 
     def __init__(self, client: SystemOneClient | None = None, *, async_client: AsyncSystemOneClient | None = None,
                  question: Noul | Score | None = None, threshold: float = 0.5, **kwargs: Any) -> None:
-        super().__init__(threshold=threshold, **kwargs)
+        super().__init__(threshold=threshold, **kwargs)  # pyright: ignore[reportCallIssue]  # pyright checks the parent's synthesized __init__, not this model's fields
         self._pair = client_pair(client, async_client, type(self).__name__)
         question = Noul(instructions=DEFAULT_RELEVANCE_NOUL) if question is None else question
         if not isinstance(question, (Noul, Score)):

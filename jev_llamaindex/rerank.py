@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.callbacks import CBEventType, EventPayload
-from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation import get_dispatcher  # pyright: ignore[reportPrivateImportUsage]  # re-exported without __all__
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import PromptTemplate

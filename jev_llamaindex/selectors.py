@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from llama_index.core.base.base_selector import BaseSelector
-from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation import get_dispatcher  # pyright: ignore[reportPrivateImportUsage]  # re-exported without __all__
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.prompts.prompt_type import PromptType
@@ -59,7 +59,7 @@ class _JevSelector(BaseSelector):
     def __init__(self, client: SystemOneClient | None, async_client: AsyncSystemOneClient | None,
                  prompt: BasePromptTemplate | str | None, labels: Labels | None, question: QuestionKind) -> None:
         one_of("labels", labels, (None, "letters", "names"))
-        self.labels = labels
+        self.labels: Labels | None = labels
         self.question: QuestionKind = question
         #: The template variables this selector fills.
         self.variables = self.template_variables(question)

@@ -1,5 +1,7 @@
 """jev_shared: typed decisions (choice, score, noul) as probability distributions from any chat model."""
 
+from typing import TYPE_CHECKING
+
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse, Usage, answer_confidence
 from .client import AsyncSystemOneClient, SystemOneClient
 from .errors import (
@@ -31,6 +33,9 @@ __all__ = [
     "decide_batch", "adecide_batch", "stream_batch", "astream_batch", "BatchResult", "BatchTotals", "ItemResult",
 ]
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # the batch names for type checkers; at run time they load on first use (below)
+    from .batch import BatchResult, BatchTotals, ItemResult, adecide_batch, astream_batch, decide_batch, stream_batch
 
 #: Re-exported from the batch package above the engine, loaded on first use (the engine never imports it).
 _BATCH_NAMES = frozenset({"decide_batch", "adecide_batch", "stream_batch", "astream_batch", "BatchResult",

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse, confidence
+from .answers import Answer, ChoiceAnswer, ConfidenceKind, NoulAnswer, ScoreAnswer, SystemOneResponse, confidence
 from .calibration_fit import (
     Record,
     _argmax,
@@ -164,7 +164,7 @@ class Calibrator:
     def __init__(self, temperatures: Mapping[str, float] | None = None, thresholds: Mapping[str, float | None] | None = None,
                  *, biases: Mapping[str, Mapping[str, float]] | None = None,
                  tops: Mapping[str, Sequence[float]] | None = None, target: float = 0.9,
-                 confidence: str = "peak", fit_report: Report | None = None) -> None:
+                 confidence: ConfidenceKind = "peak", fit_report: Report | None = None) -> None:
         self.temperatures: dict[str, float] = dict(temperatures or {GLOBAL: 1.0})
         self.temperatures.setdefault(GLOBAL, 1.0)
         self.biases: dict[str, dict[str, float]] = {q: dict(b) for q, b in (biases or {}).items()}
@@ -172,13 +172,13 @@ class Calibrator:
         self.tops: dict[str, tuple[float, float]] = {q: (float(t[0]), float(t[1])) for q, t in (tops or {}).items()}
         self.thresholds: dict[str, float | None] = dict(thresholds or {})
         self.target = target
-        self.confidence = confidence
+        self.confidence: ConfidenceKind = confidence
         self._report = fit_report
 
     @classmethod
     def fit(cls, records: Iterable[Record], *, per_question: bool = True, bias: bool = False, top: bool = False,
             min_records: int = 20, target: float = 0.9, thresholds: Sequence[float] = THRESHOLDS, min_count: int = 5,
-            confidence: str = "peak") -> Calibrator:
+            confidence: ConfidenceKind = "peak") -> Calibrator:
         """Fit a global T, and a T for each question id with at least ``min_records`` records.
 
         ``bias=True`` also fits an offset per option for those questions (see
@@ -277,7 +277,7 @@ class Calibrator:
         probabilities = self._temper(obj.probabilities, question_id)
         keys, probs = list(probabilities), list(probabilities.values())
         update: dict[str, Any] = {"probabilities": probabilities,
-                                  "confidence": confidence(probs, self.confidence)}  # type: ignore[arg-type]
+                                  "confidence": confidence(probs, self.confidence)}
         if isinstance(obj, ChoiceAnswer):
             update["choice"] = keys[_argmax(probs)]
         elif isinstance(obj, ScoreAnswer):

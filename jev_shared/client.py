@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any, TypedDict, Unpack
 
 from . import calibration, drive, transport
-from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse
+from .answers import Answer, ChoiceAnswer, ConfidenceKind, NoulAnswer, ScoreAnswer, SystemOneResponse
 from .calibration import GLOBAL, Calibrator
 from .calls import Budget, Flow
 from .errors import ClientCapabilityError, InvalidQuestionError, UnsupportedMethodError
@@ -72,7 +72,7 @@ def _first_token(tokenize: Callable[[str], Any], word: str) -> Any:
 class _ClientCore:
     def __init__(
         self, client: Any, *, model: str, method: str = "auto", mode: str = "system1", auto_threshold: float = 0.7,
-        api: str = "auto", confidence: str = "peak", top_logprobs: int = 20, max_concurrency: int = 8,
+        api: str = "auto", confidence: ConfidenceKind = "peak", top_logprobs: int = 20, max_concurrency: int = 8,
         n_retry_malformed: int = 1, thinking: bool | None = None, extra_body: dict[str, Any] | None = None,
         layout: str = "auto", labels: str = "names", missing: str = "zero", examples: Examples = None,
         strict_labels: bool = False, debias: bool | str = "auto", normalize_probabilities: bool = True,
@@ -162,15 +162,16 @@ class _ClientCore:
     def _token_checked(self, preps: list[Prepared], opts: Options) -> list[Prepared]:
         """Choice names the server's tokenizer does not tell apart at the first token get answer words
         it does (``labels.token_checked_aliases``), found once per option set; no tokenizer, no change."""
-        if self._tokenize is None or opts.labels != "names" or opts.hosted or opts.method not in (*TOKEN_READOUT, "auto"):
+        tokenize = self._tokenize
+        if tokenize is None or opts.labels != "names" or opts.hosted or opts.method not in (*TOKEN_READOUT, "auto"):
             return preps
-        return [self._with_checked_aliases(p) if p.kind == "choice" else p for p in preps]
+        return [self._with_checked_aliases(p, tokenize) if p.kind == "choice" else p for p in preps]
 
-    def _with_checked_aliases(self, prep: Prepared) -> Prepared:
+    def _with_checked_aliases(self, prep: Prepared, tokenize: Callable[[str], Any]) -> Prepared:
         key = (prep.keys, prep.descriptions)
         if key not in self._checked_aliases:
             try:
-                first = partial(_first_token, self._tokenize)
+                first = partial(_first_token, tokenize)
                 self._checked_aliases[key] = token_checked_aliases(prep.keys, prep.descriptions, first)
             except Exception:  # noqa: BLE001 - a tokenizer that fails leaves the names' own aliases
                 self._checked_aliases[key] = None
@@ -212,7 +213,7 @@ class _ClientCore:
         self._memory.mark_scouted(self.options.model)
         resp = assemble(self.options.model, plan.preps, outcomes, records, server_limits=self._memory.limits(
             self.options.model), started=plan.started, debug=plan.debug)
-        if plan.layout and plan.layout.get("layout"):
+        if plan.layout and plan.layout.get("layout") and resp.debug is not None:  # assemble always gives a dict
             resp.debug["layout"] = plan.layout
         return resp if self.calibrator is None else self._calibrated(plan, resp)
 

@@ -130,7 +130,7 @@ class FieldRefusedError(ProviderError):
 class DecisionTimeoutError(ProviderError, TimeoutError):
     """The call's total timeout ran out before every question was answered."""
 
-    code, status_hint = "timeout", 504  # type: ignore[assignment]
+    code, status_hint = "timeout", 504  # pyright: ignore[reportAssignmentType]  # fixed values replace ProviderError's properties
 
 
 class MalformedReplyError(ProviderError):

@@ -107,7 +107,7 @@ def _decision_question(p: Prepared) -> dict[str, Any]:
     return {"type": "score", **base, "levels": [{"label": d or k} for k, d in zip(p.keys, p.descriptions)]}
 
 
-def parse(api: str, body: dict[str, Any], preps: list[Prepared]) -> tuple[list[Answer | Exception], tuple[Any, Any]]:
+def parse(api: str, body: dict[str, Any], preps: list[Prepared]) -> tuple[list[Answer | Exception], tuple[int | None, int | None]]:
     """Answers in question order (an Exception where a question was refused) and (input, output) tokens.
 
     A body whose fields have the wrong types is a provider fault, never a raw exception."""
@@ -118,10 +118,9 @@ def parse(api: str, body: dict[str, Any], preps: list[Prepared]) -> tuple[list[A
                                   f"{exc})", status_code=200) from None
 
 
-def _parse(api: str, body: dict[str, Any], preps: list[Prepared]) -> tuple[list[Answer | Exception], tuple[Any, Any]]:
+def _parse(api: str, body: dict[str, Any], preps: list[Prepared]) -> tuple[list[Answer | Exception], tuple[int | None, int | None]]:
     usage = body.get("usage") or {}
-    tokens = tuple(v if isinstance(v, int) and not isinstance(v, bool) else None
-                   for v in (usage.get("input_tokens"), usage.get("output_tokens")))
+    tokens = (_count(usage.get("input_tokens")), _count(usage.get("output_tokens")))
     if api == "systemone":
         answers = body.get("answers") or {}
         return [_systemone_answer(p, answers.get(p.id)) for p in preps], tokens
@@ -131,11 +130,17 @@ def _parse(api: str, body: dict[str, Any], preps: list[Prepared]) -> tuple[list[
     return [_decision_answer(p, a) for p, a in zip(preps, answers)], tokens
 
 
+def _count(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
 def _systemone_answer(p: Prepared, raw: Any) -> Answer | Exception:
     """The service's answer, kept as sent (validated against the answer types)."""
     if not isinstance(raw, dict):
         return ProviderError(f"the System One service sent no answer for question {p.id!r}")
-    cls = {"choice": ChoiceAnswer, "score": ScoreAnswer, "noul": NoulAnswer}[p.kind]
+    classes: dict[str, type[ChoiceAnswer] | type[ScoreAnswer] | type[NoulAnswer]] = {
+        "choice": ChoiceAnswer, "score": ScoreAnswer, "noul": NoulAnswer}
+    cls = classes[p.kind]
     try:
         return cls.model_validate({"type": p.kind, **raw})
     except ValueError as exc:

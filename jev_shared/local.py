@@ -235,7 +235,7 @@ class LocalServer:
 
     def start(self) -> LocalServer:
         try:
-            import xllamacpp
+            import xllamacpp  # pyright: ignore[reportMissingImports]  # the 'local' extra
         except ImportError:
             raise LocalModelError(f"the embedded server needs the 'local' extra; install it with: {INSTALL_LOCAL}") from None
         path = self.spec.path()

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,7 +74,7 @@ def answer_format(method: str, prep: Prepared) -> AnswerFormat:
     return AnswerFormat(kind="json", schema=schema_for(method, prep), ask=ask)
 
 
-def example_json(method: str, prep: Prepared):
+def example_json(method: str, prep: Prepared) -> Callable[[str], Any]:
     """The reply a few-shot example shows for the right answer ``key`` under a JSON method."""
 
     def reply(key: str) -> Any:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .answers import ConfidenceKind
 from .errors import InvalidQuestionError, UnsupportedMethodError
 from .methods import METHODS, MethodConfig
 from .prompt import LAYOUTS
@@ -39,7 +40,7 @@ class Options:
     mode: str = "system1"
     auto_threshold: float = 0.7
     api: str = "auto"
-    confidence: str = "peak"
+    confidence: ConfidenceKind = "peak"
     top_logprobs: int = 20
     max_concurrency: int = 8
     n_retry_malformed: int = 1

@@ -125,7 +125,8 @@ def prepare_question(qid: str, raw: Any, method: str, shared_examples: tuple[Exa
     if not isinstance(qid, str) or not qid.strip():
         raise InvalidQuestionError("question ids must be non-empty strings", question_id=repr(qid))
     q = _coerce(qid, raw)
-    bad = question_text_fault(q) or (None if _text_fault(qid) is None else ("id", _text_fault(qid)))
+    id_fault = _text_fault(qid)
+    bad = question_text_fault(q) or (None if id_fault is None else ("id", id_fault))
     if bad:
         raise InvalidQuestionError(bad[1], question_id=qid.encode("utf-8", "replace").decode(), field=bad[0])
     if not q.instructions.strip():
@@ -234,9 +235,10 @@ def _example(value: Any, qid: str, index: int) -> Example:
     try:
         return Example.model_validate(value)
     except ValidationError as exc:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        raise InvalidQuestionError(f"not an example ({where + ': ' if where else ''}{first.get('msg', 'invalid')})",
+        errors = exc.errors()
+        where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+        msg = errors[0]["msg"] if errors else "invalid"
+        raise InvalidQuestionError(f"not an example ({where + ': ' if where else ''}{msg})",
                                    question_id=qid, field=f"examples[{index}]") from None
 
 

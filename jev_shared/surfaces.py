@@ -140,7 +140,10 @@ def responses_call(model: str, messages: list[dict[str, Any]], fields: dict[str,
 
 def parse_responses(body: dict[str, Any]) -> Parsed:
     usage = body.get("usage") or {}
-    text, logprobs, refusal, reasoning = [], [], None, []
+    text: list[str] = []
+    logprobs: list[Any] = []
+    reasoning: list[str] = []
+    refusal: str | None = None
     for item in body.get("output") or []:
         if item.get("type") == "reasoning":
             for part in (item.get("summary") or []) + (item.get("content") or []):
@@ -158,7 +161,7 @@ def parse_responses(body: dict[str, Any]) -> Parsed:
     reason = (body.get("incomplete_details") or {}).get("reason")
     if status == "incomplete":
         finish = {"max_output_tokens": "length", "max_tokens": "length", "content_filter": "content_filter"}.get(
-            reason, f"incomplete:{reason}")
+            str(reason), f"incomplete:{reason}")
     else:
         finish = "stop" if status in (None, "completed") else str(status)
     return Parsed(
@@ -225,7 +228,7 @@ def parse_messages(body: dict[str, Any]) -> Parsed:
         elif block.get("type") == "thinking":
             thinking.append(block.get("thinking") or "")
     stop = body.get("stop_reason")
-    finish = MESSAGES_FINISH.get(stop, f"unknown:{stop!r}") if isinstance(stop, str) or stop is None else f"unknown:{stop!r}"
+    finish = MESSAGES_FINISH.get(stop, f"unknown:{stop!r}") if isinstance(stop, str) else f"unknown:{stop!r}"
     if stop is None:
         finish = "stop"
     content = "".join(text) if text else None

@@ -12,7 +12,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -189,7 +189,7 @@ def _sdk_timeout(client: Any, budget: Budget) -> dict[str, float]:
     return {"timeout": max(left, 0.001)}
 
 
-def resolve(client: Any, call: Call):
+def resolve(client: Any, call: Call) -> Callable[..., Any]:
     """The bound method a call names (``call.path``): chat.completions.create, responses.create, …"""
     if call.path == ("post",):  # a plain POST through the client (the hosted API): its base URL and key apply
         def post(path: str, body: Any, timeout: float | None = None) -> Any:

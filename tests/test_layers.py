@@ -2,7 +2,9 @@
 (batch, cli, gateway) above it on its public API only, and no import circle anywhere.
 
 Every ``import`` and ``from ... import`` in ``jev_shared`` is read with :mod:`ast` (module level and
-inside functions alike), relative imports resolved, and the graph walked.
+inside functions alike), relative imports resolved, and the graph walked. Imports under
+``if TYPE_CHECKING:`` are left out: they give type checkers names (the engine's lazy batch exports) and
+never run, which ``test_importing_the_engine_loads_no_application`` checks in a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -32,11 +34,30 @@ def modules() -> dict[str, Path]:
     return {module_name(p): p for p in ROOT.rglob("*.py")}
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of ``tree`` but the bodies of ``if TYPE_CHECKING:`` (their ``else:`` runs, so it is kept)."""
+    out: list[ast.AST] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
 def imports(name: str, path: Path, known: set[str]) -> set[tuple[str, tuple[str, ...]]]:
     """(module imported, names taken from it) for every import statement in ``path``."""
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found: set[tuple[str, tuple[str, ...]]] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found |= {(a.name, ()) for a in node.names if a.name.startswith("jev_shared")}
         elif isinstance(node, ast.ImportFrom):

@@ -24,7 +24,7 @@ from .backends import add_backend_args, backends, memory, read_questions
 
 def add_calibrate(sub: Any) -> None:
     p = sub.add_parser("calibrate", help="fit a calibration on labelled answers; ECE before/after and a threshold",
-                       description=__doc__.split("\n\n")[0])
+                       description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("labelled", type=Path, help="JSON lines: recorded answers, or states with their labels")
     p.add_argument("--questions", default=None, help="for states: a JSON object id -> question, or a path to one")
     p.add_argument("--target", type=float, default=0.9, help="the precision the threshold must reach (default 0.9)")
@@ -98,6 +98,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         print(f"threshold       none reaches {args.target:.0%} precision on these answers, with a standard error "
               "to spare")
     else:
+        assert kept is not None  # recommend_threshold picks one of a.selective's thresholds
         print(f"threshold       {threshold:.2f} on the calibrated top probability: {kept.accuracy:.1%} precision, "
               f"{kept.coverage:.0%} of answers kept (target {args.target:.0%})")
     print(f"wrote {args.out} (temperature {cal.temperature():.2f}; use SystemOneClient(..., calibrator="

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from contextlib import ExitStack
 from typing import Any
@@ -118,7 +119,7 @@ def _run_workers(args: argparse.Namespace, config: GatewayConfig) -> int:
         print(f"jev serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
 
-    def serve(sock) -> None:
+    def serve(sock: socket.socket) -> None:
         uvicorn.Server(uvicorn_config(create_app(config), config, log_level=args.log_level)).run(sockets=[sock])
 
     return run_workers(args.workers, sock, serve)

@@ -12,6 +12,7 @@ Every failure, FastAPI's own included (a body that is not JSON, 404, 405), leave
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -99,7 +100,7 @@ def create_app(config: GatewayConfig) -> Any:
     gw = Gateway(config)
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI):
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         gw.pool.warm()
         warming = asyncio.create_task(gw.warm_up())  # /healthz answers (not ready) meanwhile
         yield
@@ -112,7 +113,7 @@ def create_app(config: GatewayConfig) -> Any:
     _handlers(app)
     for router in (decisions, models, ops):
         app.include_router(router)
-    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]  # FastAPI's documented way to customise the schema
     outer = front(SystemOneFastPath(app, gw), config, gw.metrics)
-    outer.gateway = gw  # type: ignore[attr-defined]  # for embedding and tests: its pool, memory, counts
+    outer.gateway = gw  # for embedding and tests: its pool, memory, counts
     return outer

@@ -27,6 +27,7 @@ def _sdk_httpx() -> Any:
 
 
 httpx = _sdk_httpx()
+_AsyncBaseTransport: Any = httpx.AsyncBaseTransport  # the module is chosen at run time: typed as Any
 
 #: Idle keep-alive connections kept per backend host; more are closed when they come back.
 MAX_IDLE = 256
@@ -123,7 +124,7 @@ class _Connection(asyncio.Protocol):
         return not self.closed and self.done and self.keep_alive
 
 
-class LeanTransport(httpx.AsyncBaseTransport):
+class LeanTransport(_AsyncBaseTransport):
     """``httpx.AsyncClient(transport=LeanTransport())``: HTTP/1.1 keep-alive over asyncio; https falls back."""
 
     def __init__(self, fallback: Any = None) -> None:

@@ -93,7 +93,7 @@ class SystemOneFastPath:
 
 async def _read(receive: Any) -> tuple[bytes, dict[str, Any] | None]:
     """The whole body (the BodyLimit layer has bounded it), or what came and the disconnect."""
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         message = await receive()
         if message["type"] != "http.request":

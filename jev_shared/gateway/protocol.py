@@ -39,7 +39,7 @@ class GuardedProtocol(HttpToolsProtocol):
     #: Called with the error type of each connection the protocol refuses itself (the app's metrics).
     on_refuse: Any = None
 
-    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+    def connection_made(self, transport: Any) -> None:
         self._timer: asyncio.TimerHandle | None = None
         super().connection_made(transport)
         if len(self.connections) > self.limits.max_connections:
@@ -113,5 +113,5 @@ def uvicorn_config(app: Any, config: GatewayConfig, **kw: Any) -> Any:
     kw.setdefault("log_level", "warning")
     gateway = getattr(app, "gateway", None)  # create_app's: its metrics count what the protocol refuses
     on_refuse = (lambda kind: gateway.metrics.refused.labels(kind).inc()) if gateway is not None else None
-    return uvicorn.Config(app, http=guarded_protocol(config, on_refuse), timeout_keep_alive=config.keep_alive_s,
+    return uvicorn.Config(app, http=guarded_protocol(config, on_refuse), timeout_keep_alive=config.keep_alive_s,  # type: ignore[arg-type]  # uvicorn annotates int; a float of seconds works (call_later)
                           access_log=False, log_config=None, **kw)

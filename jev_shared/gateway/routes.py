@@ -15,7 +15,7 @@ from .errors import from_exception
 from .schema import ErrorBody, Health, ModelCard, ModelList, SystemOneReply, SystemOneRequest
 from .service import Gateway
 
-_ERRORS = {code: {"model": ErrorBody, "description": what} for code, what in (
+_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorBody, "description": what} for code, what in (
     (401, "missing or wrong bearer key"), (403, "without keys: a Host that is not loopback"),
     (404, "unknown model"), (408, "the request's headers or body came too slowly"), (413, "body over the limit"),
     (422, "a bad question, option or body, named by id and field (or too many questions); nothing was sent"),

@@ -48,19 +48,19 @@ class BackendOptions(BaseModel):
 class ChoiceQuestion(Choice):
     """Pick one option; ``criteria`` maps each option to its description (1-255 options)."""
 
-    type: Literal["choice"]
+    type: Literal["choice"]  # pyright: ignore[reportGeneralTypeIssues]  # required on the wire: the discriminator
 
 
 class ScoreQuestion(Score):
     """Place the state on ordered levels 0..n-1 (2-10 levels)."""
 
-    type: Literal["score"]
+    type: Literal["score"]  # pyright: ignore[reportGeneralTypeIssues]  # required on the wire: the discriminator
 
 
 class NoulQuestion(Noul):
     """A yes/no statement; the answer is the probability that it is true."""
 
-    type: Literal["noul"]
+    type: Literal["noul"]  # pyright: ignore[reportGeneralTypeIssues]  # required on the wire: the discriminator
 
 
 #: The question union as documented: the engine's models, ``type`` the discriminator.

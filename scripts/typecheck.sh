@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# mypy and pyright on the three packages and on a script made of README.md's python blocks (issue 24).
+# Uses (or makes) .venv-types: the project with its extras, so the frameworks' own types resolve.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=/dev/null
+source scripts/env.sh .venv-types dev,langchain,llamaindex,serve,batch "openai<3" mypy pyright
+packages=(jev_shared jev_langchain jev_llamaindex)
+readme=$(mktemp -d)
+trap 'rm -rf "$readme"' EXIT
+# each python block of README.md as its own module (blocks reuse names, as separate scripts would)
+python -c '
+import sys
+from pathlib import Path
+from tests.readme_blocks import ROOT, blocks
+out = Path(sys.argv[1])
+for b in blocks(ROOT / "README.md"):
+    if b.lang == "python":
+        (out / f"readme_block_{b.line}.py").write_text(b.code, encoding="utf-8")
+' "$readme"
+echo "mypy: packages" >&2
+mypy "${packages[@]}"
+echo "mypy: README.md's python blocks" >&2
+mypy --config-file pyproject.toml "$readme"
+echo "pyright: packages" >&2
+pyright "${packages[@]}"
+echo "pyright: README.md's python blocks" >&2
+pyright --project pyproject.toml "$readme"
