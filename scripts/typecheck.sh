@@ -23,6 +23,6 @@ mypy "${packages[@]}"
 echo "mypy: README.md's python blocks" >&2
 mypy --config-file pyproject.toml "$readme"
 echo "pyright: packages" >&2
-pyright "${packages[@]}"
+pyright --project pyproject.toml "${packages[@]}"
 echo "pyright: README.md's python blocks" >&2
 pyright --project pyproject.toml "$readme"
