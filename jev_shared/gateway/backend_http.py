@@ -97,7 +97,10 @@ class _Connection(asyncio.Protocol):
     def close(self) -> None:
         self.closed = True
         if self.transport is not None:
-            self.transport.close()
+            try:
+                self.transport.close()
+            except RuntimeError:  # its event loop is already closed: nothing is left to release
+                pass
 
     async def exchange(self, data: bytes, read_timeout: float | None) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         """Send one request; its status, headers and body (ReadTimeout past ``read_timeout``)."""
