@@ -76,7 +76,7 @@ class GatewayConfig:
     cache: bool = True
     #: The backend HTTP transport under the openai SDK: "lean" (HTTP/1.1 keep-alive parsed by httptools,
     #: ``backend_http.py``; https falls back to httpx's) or "httpx" (the SDK's default, httpcore).
-    backend_transport: str = "httpx"  # "lean" (backend_http.py): opt-in, see docs/gateway.md
+    backend_transport: str = "lean"
     #: Questions to prepare at start-up (``--warm``): ``/healthz`` says ready once they are.
     warm: dict[str, Any] | None = None
 

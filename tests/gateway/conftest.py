@@ -4,6 +4,7 @@ for the contract tests) and under uvicorn on loopback (for SDK, slow-client, CLI
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import secrets
 from collections.abc import AsyncIterator
@@ -16,6 +17,15 @@ from jev_shared.gateway import Backend, GatewayConfig
 from jev_shared.gateway.app import create_app
 from jev_shared.gateway.runner import BackgroundServer
 from tests.gateway.stub import FaultStub
+
+
+@pytest.fixture(autouse=True)
+def _collect_before_each_test():
+    """Finalise what earlier tests left (SDK clients whose ``__del__`` schedules their ``aclose`` on
+    whatever loop is running) before this test's event loop starts, not inside it: such a close,
+    of a client bound to a loop already closed, raised "Event loop is closed" in a later test."""
+    gc.collect()
+    yield
 
 #: Built at run time: no key-shaped literal in the tests.
 KEY = "gw-" + secrets.token_hex(16)
