@@ -76,14 +76,15 @@ def _jsonl(name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (DATA / name).read_text().splitlines() if line.strip()]
 
 
-def child(row: str, items: int, priors: str) -> dict[str, Any]:
-    """One row in this (fresh) process; the memory file is JEV_MEMORY_FILE, set by the parent."""
+def child(row: str, items: int, prior_mode: str, prompts: bool) -> dict[str, Any]:
+    """One row in this (fresh) process; the memory file is JEV_MEMORY_FILE, set by the parent, and the
+    kept prompts (``slots``) beside it unless ``prompts`` is False."""
     from jev_shared import SystemOneClient, priors
     from jev_shared.local import LocalServer
 
-    if priors == "loo":
+    if prior_mode == "loo":  # (before issue 27's second session the module shadowed this argument: no LOO row ran)
         priors.CROSSED_HALVES_FROM = 10**6  # the previous default, for comparison
-    with LocalServer() as srv:
+    with LocalServer(prompt_cache=None if prompts else False) as srv:
         client = SystemOneClient(srv.client(), model=srv.model)
         if row == "readme":
             return _timed_calls(client, README_STATE, readme_questions(), 4)
@@ -119,10 +120,11 @@ def _timed_calls(client: Any, state: str, questions: dict[str, Any], n: int, **k
     return out
 
 
-def run_child(row: str, memory: Path, items: int = 0, priors: str = "halves") -> dict[str, Any]:
+def run_child(row: str, memory: Path, items: int = 0, priors: str = "halves", prompts: bool = True) -> dict[str, Any]:
     env = {**os.environ, "JEV_MEMORY_FILE": str(memory)}
     env.pop("JEV_NO_CACHE", None)
-    args = [sys.executable, __file__, "--child", row, "--items", str(items), "--priors", priors]
+    args = [sys.executable, __file__, "--child", row, "--items", str(items), "--priors", priors,
+            *([] if prompts else ["--no-prompts"])]
     out = subprocess.run(args, env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -133,9 +135,10 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=20)
     ap.add_argument("--priors", default="halves", choices=("halves", "loo"))
     ap.add_argument("--rows", default="readme,fifteen,zero-shot")
+    ap.add_argument("--no-prompts", action="store_true", help="(child) no kept prompts: LocalServer(prompt_cache=False)")
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.items, args.priors)))
+        print(json.dumps(child(args.child, args.items, args.priors, not args.no_prompts)))
         return
     rows = args.rows.split(",")
     load = os.getloadavg()[0]
@@ -146,6 +149,10 @@ def main() -> None:
             path = Path(tmp) / "readme.json"
             results["readme fresh cache"] = run_child("readme", path)
             results["readme second process"] = run_child("readme", path)
+            bare = Path(tmp) / "bare" / "readme.json"  # the memory alone, no kept prompts (before this change)
+            bare.parent.mkdir()
+            run_child("readme", bare, prompts=False)
+            results["readme second process, memory only"] = run_child("readme", bare, prompts=False)
         if "fifteen" in rows:
             for priors in ("halves", "loo"):
                 results[f"15 options, 15 examples, {priors}"] = run_child("fifteen", Path(tmp) / f"f-{priors}.json",

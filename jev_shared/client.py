@@ -94,6 +94,8 @@ class _ClientCore:
         _check_client(client, api, self._speaks)
         tokenize = getattr(client, "jev_tokenize", None)
         self._tokenize = tokenize if inspect.ismethod(tokenize) or inspect.isfunction(tokenize) else None
+        #: The server's own KV cache of zero-shot prompts (LocalServer's ``slots.SlotCache``), or None.
+        self._slots = getattr(client, "jev_slots", None)
         self._checked_aliases: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...] | None] = {}
         self.client = _plain_client(client)
         #: Applied to every answer: "auto" is the calibration shipped for the model (the embedded default
@@ -255,6 +257,8 @@ class SystemOneClient(_ClientCore):
         labels, examples, timeout, layout, top_logprobs, max_concurrency) set this call only."""
         plan = self._plan(state, questions, debug=debug, **options)
         send = partial(transport.send, self.client, policy=self.retry_policy, budget=plan.budget)
+        if self._slots is not None:
+            send = self._slots.wrap(send)
         jobs = [partial(drive.drive, flow, send) for flow in plan.flows]
         try:
             return self._finish(plan, drive.run_threads(jobs, scout=plan.scout, budget=plan.budget,
@@ -292,6 +296,8 @@ class AsyncSystemOneClient(_ClientCore):
         plan = self._plan(state, questions, debug=debug, **options)
         sem = asyncio.Semaphore(plan.concurrency)
         send = partial(transport.asend, self.client, policy=self.retry_policy, budget=plan.budget)
+        if self._slots is not None:
+            send = self._slots.awrap(send)
         jobs = [partial(drive.adrive, flow, send, sem) for flow in plan.flows]
         try:
             return self._finish(plan, await drive.run_tasks(jobs, scout=plan.scout, budget=plan.budget))

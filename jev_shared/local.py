@@ -119,6 +119,14 @@ class SplitModel:
         return assemble(self.part_paths(), dest, size=self.size, sha256=self.sha256, reinstall=self.reinstall)
 
 
+#: Set to 1 (or true/yes) to keep what the engine learns in the process only: no memory file, no prompt files.
+NO_CACHE_ENV = "JEV_NO_CACHE"
+
+
+def caching_off() -> bool:
+    return os.environ.get(NO_CACHE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def cache_dir() -> Path:
     """Where assembled models live: ``$JEV_CACHE_DIR``, ``$XDG_CACHE_HOME/jev`` or ``~/.cache/jev``."""
     if os.environ.get("JEV_CACHE_DIR"):
@@ -211,6 +219,17 @@ DEFAULT_MODEL = DEMO_MODEL
 WIRE_MODEL = SMOLLM2.name
 
 
+def _prompt_folder(setting: bool | str | os.PathLike[str] | None, model: str) -> Path | None:
+    if setting is None:
+        setting = not caching_off()
+    if setting is False:
+        return None
+    if setting is not True:
+        return Path(setting)
+    memory_file = os.environ.get("JEV_MEMORY_FILE")  # the prompts are kept beside the memory (memory.cache_path)
+    return (Path(memory_file).parent if memory_file else cache_dir()) / "slots" / model
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -221,7 +240,8 @@ class LocalServer:
     """Start llama.cpp's server (from ``xllamacpp``) in a background thread; stop it on exit."""
 
     def __init__(self, model: str = DEFAULT_MODEL, *, n_ctx: int | None = None, n_parallel: int = 4,
-                 n_threads: int | None = None, quiet: bool = True) -> None:
+                 n_threads: int | None = None, quiet: bool = True,
+                 prompt_cache: bool | str | os.PathLike[str] | None = None) -> None:
         if model not in MODELS:
             raise LocalModelError(f"unknown local model {model!r}; choose one of {sorted(MODELS)}")
         self.spec = MODELS[model]
@@ -230,6 +250,11 @@ class LocalServer:
         self.n_parallel = n_parallel
         self.n_threads = n_threads or int(os.environ.get("JEV_LOCAL_THREADS") or 0) or threads_for_machine()
         self.quiet = quiet
+        #: Where zero-shot prompts are kept as the server's own KV cache (:mod:`slots`), or None:
+        #: None (the default) is ``slots/<model>`` beside the memory file unless JEV_NO_CACHE, False none,
+        #: a path that folder.
+        self.prompt_folder = _prompt_folder(prompt_cache, self.model)
+        self._slots: Any = None
         self._server: Any = None
         self.base_url = ""
 
@@ -253,8 +278,15 @@ class LocalServer:
         params.use_jinja = True
         if self.quiet:
             params.verbosity = -1
+        if self.prompt_folder is not None:
+            self.prompt_folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            params.slot_save_path = str(self.prompt_folder) + os.sep  # llama.cpp appends the file name as is
         self._server = xllamacpp.Server(params)
         self.base_url = f"http://127.0.0.1:{params.port}/v1"
+        if self.prompt_folder is not None:
+            from .slots import SlotCache
+
+            self._slots = SlotCache(self.base_url, self.prompt_folder, self.n_parallel)
         self._wait_ready()
         return self
 
@@ -294,11 +326,14 @@ class LocalServer:
     def mark(self, client: Any) -> Any:
         """llama.cpp's Responses route carries no logprobs: the engine goes to Chat Completions at once
         (no Responses try, no scout), counts tokens with the server's own tokenizer, and keeps what it
-        learns in the per-user cache under a name that outlives this server's port."""
+        learns in the per-user cache under a name that outlives this server's port; zero-shot prompts
+        are kept as the server's own KV cache, so a new process does not read them again (:mod:`slots`)."""
         client.jev_surfaces = ("chat_completions",)
         client.jev_tokenize = self.tokenize
         client.jev_backend = self.backend_name
         client.jev_user_cache = True
+        if self._slots is not None:
+            client.jev_slots = self._slots
         return client
 
     @property

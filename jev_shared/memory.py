@@ -28,14 +28,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .local import cache_dir
+from .local import NO_CACHE_ENV, cache_dir, caching_off
 from .surfaces import CHAT
 
 Key = tuple[str, str]  # (model, surface)
 VERSION = 1
 FILE_NAME = "memory.json"
-#: Set to 1 (or true/yes) to keep memory in the process only: no cache file is read or written.
-NO_CACHE_ENV = "JEV_NO_CACHE"
 
 
 class MemoryFileWarning(UserWarning):
@@ -214,7 +212,7 @@ class Memory:
     @classmethod
     def user_cache(cls) -> Memory:
         """The per-user cache (one object per file in a process), or an in-process memory under JEV_NO_CACHE."""
-        if os.environ.get(NO_CACHE_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        if caching_off():
             return cls()
         path = cache_path()
         with _USER_LOCK:
