@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .local import NO_CACHE_ENV, cache_dir, caching_off
+from .local import cache_dir, caching_off
 from .surfaces import CHAT
 
 Key = tuple[str, str]  # (model, surface)

@@ -77,23 +77,37 @@ class SlotCache:
             self._live.add(key)
             return (self.folder / f"{key}.bin").is_file()
 
-    def before(self, call: Call) -> tuple[Call, str | None]:
-        """The call to send (pinned to a slot where that helps) and the key to save after it, if any."""
+    def plan(self, call: Call) -> tuple[Call, str | None, int | None]:
+        """(the call to send, pinned to a slot where that helps; the key to save after it, if any; the slot
+        to restore its file into first, if any). No I/O."""
         found = _zero_shot(call)
         if found is None:
-            return call, None
+            return call, None, None
         key, turn = found
         content_free = turn in _CONTENT_FREE_TURNS
         restoring = self._claim_restore(key)
         if not (content_free or restoring):
-            return call, None
+            return call, None, None
         slot = self._slot_for(key)
         if slot is None:
-            return call, None
-        if restoring and not self._action(slot, "restore", key):
-            (self.folder / f"{key}.bin").unlink(missing_ok=True)  # another server's or llama.cpp's format
+            return call, None, None
         extra = {**(call.kwargs.get("extra_body") or {}), "id_slot": slot}
-        return replace(call, kwargs={**call.kwargs, "extra_body": extra}), key if content_free else None
+        pinned = replace(call, kwargs={**call.kwargs, "extra_body": extra})
+        return pinned, key if content_free else None, slot if restoring else None
+
+    def restore(self, call: Call, slot: int | None) -> None:
+        """Load the pinned call's kept prompt into its slot; a file the server refuses is removed."""
+        found = _zero_shot(call)
+        if slot is None or found is None:
+            return
+        if not self._action(slot, "restore", found[0]):
+            (self.folder / f"{found[0]}.bin").unlink(missing_ok=True)  # another llama.cpp's format, a torn file
+
+    def before(self, call: Call) -> tuple[Call, str | None]:
+        """:meth:`plan`, then the restore it asks for."""
+        call, key, slot = self.plan(call)
+        self.restore(call, slot)
+        return call, key
 
     def after(self, key: str | None) -> None:
         """Save the slot a content-free request was pinned to; keep the folder bounded."""
@@ -133,7 +147,9 @@ class SlotCache:
     def awrap(self, asend: Callable[[Call], Awaitable[Reply]]) -> Callable[[Call], Awaitable[Reply]]:
         """``asend`` with this cache around it; its loopback requests run off the event loop."""
         async def sending(call: Call) -> Reply:
-            call, key = await asyncio.to_thread(self.before, call)
+            call, key, slot = self.plan(call)
+            if slot is not None:
+                await asyncio.to_thread(self.restore, call, slot)
             reply = await asend(call)
             if key is not None:
                 await asyncio.to_thread(self.after, key)

@@ -111,3 +111,18 @@ def test_only_content_free_and_restoring_requests_are_pinned(tmp_path: Path) -> 
                                                            {"role": "assistant", "content": "billing"},
                                                            {"role": "user", "content": state_block("N/A")}]})
     assert cache.before(with_examples) == (with_examples, None)
+
+
+def test_the_async_client_restores_them_too(tmp_path: Path) -> None:
+    import asyncio
+
+    from jev_shared import AsyncSystemOneClient
+
+    with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
+        client = _client(srv)
+        cold = _computed(client.system_one(STATE, QUESTIONS))
+    with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
+        aclient = AsyncSystemOneClient(srv.async_client(), model=srv.model, debias=True, debug=True,
+                                       memory=client.memory)
+        warm = _computed(asyncio.run(aclient.system_one(STATE, QUESTIONS)))
+    assert all(warm[q][0] < cold[q][0] / 3 for q in QUESTIONS), (cold, warm)
