@@ -7,13 +7,13 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
 
 from jev_shared.local import free_port
 from tests.gateway.conftest import KEY
+from tests.gateway.crowd import wait_healthy
 
 SPAM = {"spam": {"type": "noul", "instructions": "This is spam."}}
 
@@ -68,16 +68,8 @@ def start_serve(*args: str, env: dict[str, str] | None = None) -> tuple[subproce
     proc = subprocess.Popen([*cmd, "serve", "--port", str(port), *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "JEV_API_KEYS": KEY, **(env or {})})
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if httpx.get(url + "/healthz").status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise AssertionError(proc.communicate()[1]) from None
-            time.sleep(0.1)
+    wait_healthy(proc, url, 120)
+    return proc, url
 
 
 def test_serve_answers_and_logs_json_lines(stub):

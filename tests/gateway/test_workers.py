@@ -11,33 +11,16 @@ import os
 import re
 import subprocess
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
 import pytest
 
 from jev_shared.local import free_port
 from tests.gateway.conftest import KEY, MODEL
+from tests.gateway.crowd import assert_each_got_its_own, crowd, wait_healthy
 
 CLIENTS, PER_CLIENT = 64, 4
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def one_client(url: str, client_no: int) -> list[tuple[int, int, dict]]:
-    out = []
-    with httpx.Client(base_url=url, headers={"authorization": f"Bearer {KEY}"}, timeout=60) as http:
-        for j in range(PER_CLIENT):
-            n = client_no * PER_CLIENT + j
-            truth = "yes" if n % 2 else "no"
-            questions = {"route": {"type": "choice", "instructions": "Which route?",
-                                   "criteria": {f"k{n}": "this request's own route", "other": "anything else"}},
-                         "flag": {"type": "noul", "instructions": "The flag is set."}}
-            resp = http.post("/v1/systemone", json={"model": MODEL, "state": f"request {n} want=k{n} truth={truth}",
-                                                    "questions": questions})
-            out.append((n, resp.status_code, resp.json()))
-    return out
 
 
 def start(stub_url: str, workers: int) -> tuple[subprocess.Popen, str]:
@@ -50,17 +33,8 @@ def start(stub_url: str, workers: int) -> tuple[subprocess.Popen, str]:
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
         env={**os.environ, "JEV_API_KEYS": KEY, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(url + "/healthz").status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError(f"jev serve --workers did not start: {proc.communicate()[1]}")
-        time.sleep(0.1)
+    wait_healthy(proc, url, 60)
+    return proc, url
 
 
 def stop(proc: subprocess.Popen) -> str:
@@ -76,20 +50,12 @@ def stop(proc: subprocess.Popen) -> str:
 def test_two_workers_answer_64_clients_each_their_own(stub):
     proc, url = start(stub.base_url, 2)
     try:
-        with ThreadPoolExecutor(CLIENTS) as pool:
-            results = [r for rs in pool.map(lambda i: one_client(url, i), range(CLIENTS)) for r in rs]
+        results = crowd(url, CLIENTS, PER_CLIENT, timeout=60)
         alive = proc.poll() is None
     finally:
         err = stop(proc)
     assert alive, err
-    assert len(results) == CLIENTS * PER_CLIENT
-    assert [(status, body) for _, status, body in results if status != 200] == []
-    for n, _, body in results:
-        assert body["answers"]["route"]["choice"] == f"k{n}"
-        assert (body["answers"]["flag"]["noul"] > 0.5) == bool(n % 2)
-    assert stub.requests == 2 * CLIENTS * PER_CLIENT
-    markers = [re.findall(r"request (\d+) want", str(b["messages"])) for b in stub.bodies]
-    assert all(len(set(m)) == 1 for m in markers)
+    assert_each_got_its_own(results, stub, CLIENTS * PER_CLIENT)
     pids = [int(p) for p in re.findall(r"\d+", re.search(r"2 workers \(pids \[([\d, ]+)\]\)", err).group(1))]
     assert len(set(pids)) == 2
     assert proc.returncode == 0, err
