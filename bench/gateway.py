@@ -32,7 +32,6 @@ import json
 import os
 import secrets
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -49,10 +48,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from gateway_cpu import run_cpu  # noqa: E402
+from served import Served  # noqa: E402
 from stub_server import StubServer  # noqa: E402
 
 from jev_shared import AsyncSystemOneClient, Choice  # noqa: E402
-from jev_shared.local import WIRE_MODEL, LocalServer, free_port  # noqa: E402
+from jev_shared.local import WIRE_MODEL, LocalServer  # noqa: E402
 
 STATE = "My invoice was charged twice, please refund the duplicate payment."
 TEAM = Choice(instructions="Which team should handle this ticket?",
@@ -72,33 +72,17 @@ def stub_body() -> bytes:
                        "usage": {"prompt_tokens": 60, "completion_tokens": 1, "total_tokens": 61}}).encode()
 
 
-class Gateway:
-    """``jev serve`` in a subprocess; ``backend=None`` lets it start the embedded model."""
+class Gateway(Served):
+    """``jev serve`` over ``backend`` (base URL, model), or the embedded model when None; ``models`` it serves."""
 
     def __init__(self, backend: tuple[str, str] | None, root: Path = ROOT, workers: int = 1) -> None:
-        self.port = free_port()
         args = ["--backend-url", backend[0], "--model", backend[1]] if backend else []
         args += ["--workers", str(workers), "--max-calls-per-key", "256"] if workers > 1 else []
-        self.proc = subprocess.Popen([sys.executable, "-m", "jev_shared.cli", "serve", "--port", str(self.port),
-                                      "--log-level", "warning", "--max-in-flight", "256", *args],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=str(root),
-                                     env={**os.environ, "JEV_API_KEYS": KEY, "PYTHONPATH": str(root)})
-        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__(args, KEY, root)
 
-    def __enter__(self) -> Gateway:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                self.models = httpx.get(self.url + "/healthz").json()["models"]
-                return self
-            except httpx.TransportError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"jev serve did not start: {self.proc.stderr.read()}") from None
-                time.sleep(0.1)
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
+    @property
+    def models(self) -> list[str]:
+        return self.health["models"]
 
 
 def callers(base_url: str, model: str, gw: Gateway) -> tuple[Callable[[], Awaitable[Any]], Callable[[], Awaitable[Any]]]:

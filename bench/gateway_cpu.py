@@ -18,12 +18,10 @@ import cProfile
 import json
 import os
 import pstats
-import signal
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from cpu import cpu_per_call  # noqa: E402
+from served import Served  # noqa: E402
+
 from jev_shared import AsyncSystemOneClient, Choice, Memory, SystemOneClient  # noqa: E402
-from jev_shared.local import free_port  # noqa: E402
 
 STUB = """
 import sys, time
@@ -59,37 +59,10 @@ def proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-class Served:
-    """``jev serve`` from checkout ``root`` in a subprocess."""
-
-    def __init__(self, root: Path, backend: str, workers: int = 1) -> None:
-        self.port = free_port()
-        extra = ["--workers", str(workers)] if workers > 1 else []
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jev_shared.cli", "serve", "--port", str(self.port), "--log-level",
-             "warning", "--max-in-flight", "256", "--no-cache", "--backend-url", backend, "--model", "stub", *extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=str(root),
-            env={**os.environ, "JEV_API_KEYS": KEY, "PYTHONPATH": str(root)})
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> Served:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(self.url + "/healthz").status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"jev serve did not start: {self.proc.stderr.read()}")  # type: ignore[union-attr]
-            time.sleep(0.1)
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.send_signal(signal.SIGINT)  # a clean exit: a profile under cProfile is written
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+def served(root: Path, backend: str, workers: int = 1) -> Served:
+    """``jev serve`` from checkout ``root`` over the stub ``backend``, its memory in the process."""
+    extra = ["--workers", str(workers)] if workers > 1 else []
+    return Served(["--no-cache", "--backend-url", backend, "--model", "stub", *extra], KEY, root)
 
 
 def body_for(questions: dict[str, Any]) -> bytes:
@@ -109,15 +82,6 @@ def gateway_cpu_ms(gw: Served, http: httpx.Client, body: bytes, n: int, warmup: 
     for _ in range(n):
         post()
     return (proc_cpu_s(gw.proc.pid) - start) / n * 1000.0
-
-
-def own_cpu_ms(fn: Callable[[], Any], n: int, warmup: int = 50) -> float:
-    for _ in range(warmup):
-        fn()
-    start = time.process_time()
-    for _ in range(n):
-        fn()
-    return (time.process_time() - start) / n * 1000.0
 
 
 def async_cpu_ms(backend: str, questions: dict[str, Any], n: int, warmup: int = 50) -> float:
@@ -146,10 +110,10 @@ def engine_figures(backend: str, n: int) -> dict[str, float]:
            "top_logprobs": 20, "temperature": 0}
     sync = SystemOneClient(openai.OpenAI(base_url=backend, api_key="k"), model="stub", api="chat_completions",
                            memory=Memory())
-    out = {"httpx_post_ms": own_cpu_ms(lambda: json.loads(plain.post(backend + "/chat/completions", json=req).content),
+    out = {"httpx_post_ms": cpu_per_call(lambda: json.loads(plain.post(backend + "/chat/completions", json=req).content),
                                        n)}
     for name, qs in SETS.items():
-        out[f"engine_sync_{name}_ms"] = own_cpu_ms(lambda qs=qs: sync.system_one(STATE, qs), n)
+        out[f"engine_sync_{name}_ms"] = cpu_per_call(lambda qs=qs: sync.system_one(STATE, qs), n)
         out[f"engine_async_{name}_ms"] = async_cpu_ms(backend, qs, n)
     return out
 
@@ -166,7 +130,7 @@ def run_cpu(n: int, rounds: int, compare: list[Path], workers: int = 1) -> dict[
             for name, value in engine_figures(backend, n).items():
                 samples.setdefault(name, []).append(value)
             for label, root in roots.items():
-                with Served(root, backend, workers) as gw:
+                with served(root, backend, workers) as gw:
                     for qname, qs in SETS.items():
                         value = gateway_cpu_ms(gw, http, body_for(qs), n)
                         samples.setdefault(f"gateway[{label}]_{qname}_ms", []).append(value)
