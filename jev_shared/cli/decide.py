@@ -8,7 +8,7 @@ import sys
 from contextlib import ExitStack
 from typing import Any
 
-from .backends import add_backend_args, backends, memory, read_questions, read_state
+from .backends import add_backend_args, backends, memory, read_questions, read_state, sync_client
 from .decide_batch import add_batch_args
 
 
@@ -32,7 +32,6 @@ def run_decide(args: argparse.Namespace) -> int:
         from .decide_batch import run_batch
 
         return run_batch(args)
-    import openai
 
     from jev_shared import JevError, SystemOneClient, wire_error
 
@@ -43,7 +42,7 @@ def run_decide(args: argparse.Namespace) -> int:
             print(json.dumps({"error": {"type": "invalid_request", "message": str(exc)}}), file=sys.stderr)
             return 2
         backend = next(iter(backends(args, stack).values()))
-        client = SystemOneClient(openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key),
+        client = SystemOneClient(sync_client(backend),
                                  model=backend.model, api=backend.api, layout=args.layout, memory=memory(args))
         try:
             resp = client.system_one(state, questions, timeout=args.timeout)

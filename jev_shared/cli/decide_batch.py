@@ -165,17 +165,16 @@ def _dry_run(questions: dict[str, Any], items: list[Any], todo: list[Any], args:
 def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any], todo: list[Any],
             totals: Any) -> int:
     """Run the batch into the log; 130 when interrupted, 74 when the log cannot be written, else 0."""
-    import openai
 
     from jev_shared import SystemOneClient
     from jev_shared.batch import stream_batch
     from jev_shared.batch.files import AnswerLog
 
-    from .backends import backends, memory
+    from .backends import backends, memory, sync_client
 
     with ExitStack() as stack:
         backend = next(iter(backends(args, stack).values()))
-        client = SystemOneClient(openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key),
+        client = SystemOneClient(sync_client(backend),
                                  model=backend.model, api=backend.api, layout=args.layout, method=args.method,
                                  memory=memory(args))
         prepared = client.prepare(questions)  # the one-time costs, before the bar, so its rate is the run's

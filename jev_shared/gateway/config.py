@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,14 @@ class Backend:
     #: The engine surface toward the backend. Chat Completions is the one every OpenAI-compatible
     #: server speaks with logprobs; "auto" would spend scout calls on a first request.
     api: str = "chat_completions"
+    #: The embedded ``LocalServer`` behind it, if any: its clients then carry what ``srv.client()``'s do
+    #: (the server's tokenizer, a name that outlives its port, its kept prompts), so the CLI and the
+    #: gateway answer as the library does.
+    server: Any = field(default=None, compare=False, repr=False)
+
+    def mark(self, client: Any) -> Any:
+        """``client`` (an openai client toward this backend) as ``LocalServer.client()`` would make it."""
+        return client if self.server is None else self.server.mark(client)
 
 
 @dataclass

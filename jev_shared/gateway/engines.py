@@ -68,10 +68,10 @@ class EnginePool:
         if base is None:
             import openai
 
-            base = openai.AsyncOpenAI(base_url=backend.base_url, api_key=backend.api_key, max_retries=0,
-                                      **self._http_client())
+            base = backend.mark(openai.AsyncOpenAI(base_url=backend.base_url, api_key=backend.api_key,
+                                                   max_retries=0, **self._http_client()))
             self._openai[model] = base
-        http = base.with_options(timeout=timeout_s) if timeout_s else base
+        http = backend.mark(base.with_options(timeout=timeout_s) if timeout_s else base)  # a copy loses marks
         return AsyncSystemOneClient(http, model=backend.model, api=backend.api, method=self.config.method,
                                     layout=self.config.layout, max_concurrency=self.config.max_concurrency,
                                     top_logprobs=self.config.top_logprobs, max_retries=self.config.max_retries,

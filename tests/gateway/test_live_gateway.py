@@ -47,3 +47,17 @@ def test_raw_request_with_options_to_the_embedded_model(live_gateway):
     assert resp.status_code == 200, resp.text
     assert resp.json()["answers"]["team"]["choice"] in ("billing", "technical")
     assert resp.json()["usage"]["n_calls"] == 3
+
+
+def test_an_embedded_backends_engine_client_carries_the_servers_marks(local_server):
+    """``jev serve`` on the embedded model: the engine clients are built as ``srv.client()``'s (its tokenizer
+    counts a preview's tokens, under the timeout twin too); a plain backend's are not."""
+    from jev_shared.gateway.app import create_app
+
+    marked = Backend(local_server.base_url, local_server.model, "local", server=local_server)
+    plain = Backend(local_server.base_url, local_server.model, "local")
+    for backend, counted in ((marked, True), (plain, False)):
+        pool = create_app(GatewayConfig(backends={backend.model: backend}, cache=False)).gateway.pool
+        for engine in (pool.get(backend.model), pool.get(backend.model, 5.0)):
+            [first] = engine.preview("x", {"spam": QUESTIONS["spam"]})
+            assert (first["input_tokens"] is not None) is counted

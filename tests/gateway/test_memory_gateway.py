@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from types import SimpleNamespace
 
 import httpx
 import openai
@@ -17,6 +18,7 @@ import pytest
 from jev_shared import SystemOneClient
 from jev_shared.gateway import Backend, GatewayConfig
 from jev_shared.gateway.app import create_app
+from jev_shared.memory import backend_fingerprint
 from tests.gateway.conftest import KEY, MODEL, client, config_for
 from tests.gateway.test_cli import jev, start_serve
 
@@ -175,3 +177,22 @@ def test_a_second_jev_serve_on_the_same_cache_makes_no_prior_calls(stub, tmp_pat
             said.append(proc.communicate(timeout=30)[1])
     assert "prepared 1 question(s): 4 call(s), 3 for the priors" in said[0], said[0]
     assert "prepared 1 question(s): 1 call(s), 0 for the priors" in said[1], said[1]
+
+
+@pytest.mark.qwen
+@pytest.mark.slow
+def test_jev_decide_on_the_embedded_model_carries_the_servers_marks(tmp_path):
+    """``jev decide`` without ``--backend-url`` builds its client as ``srv.client()`` does: the memory is
+    kept under the server's stable name (the library's), and its zero-shot prompts as kept prompts
+    beside the memory file; ``--no-cache`` keeps neither."""
+    args = ("decide", "--state", "I was charged twice.", "--questions", json.dumps(SPAM))
+    cache = tmp_path / "memory.json"
+    out = jev(*args, env={"JEV_NO_CACHE": "", "JEV_MEMORY_FILE": str(cache)})
+    assert out.returncode == 0, out.stderr
+    library = backend_fingerprint(SimpleNamespace(jev_backend="embedded-llama.cpp:qwen2.5-coder-0.5b"))
+    assert list(json.loads(cache.read_text())["backends"]) == [library]  # the library's LocalServer key
+    assert len(list((tmp_path / "slots" / "qwen2.5-coder-0.5b").glob("*.bin"))) == 1
+    bare = tmp_path / "bare"
+    out = jev(*args, "--no-cache", env={"JEV_NO_CACHE": "", "JEV_MEMORY_FILE": str(bare / "memory.json")})
+    assert out.returncode == 0, out.stderr
+    assert not bare.exists()
