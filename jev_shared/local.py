@@ -337,6 +337,11 @@ class LocalServer:
         return client
 
     @property
+    def slots(self) -> Any:
+        """The server's kept prompts (a :class:`~jev_shared.slots.SlotCache`), or None when caching is off."""
+        return self._slots
+
+    @property
     def backend_name(self) -> str:
         """What the engine's memory knows this server by: the model, not the port it got this time."""
         return f"embedded-llama.cpp:{self.model}"

@@ -5,12 +5,14 @@ is read again before the first answer, about half a second a question on two cor
 warm call reads the state alone. llama.cpp can save a slot's KV cache to a file and restore it
 in a millisecond (``/slots/{id}?action=save|restore``). This keeps one file per zero-shot prompt:
 
-* a **content-free** request (the debias prior's ``N/A``, ``""``, ``[MASK]``: nothing of a user's
-  state) is pinned to the prompt's slot (``id_slot``), and the slot saved after it, so a file holds
-  the developer's question and a content-free state only: never a state or an example (prompts with
-  examples are never kept);
-* the first request of a prompt on a server that has not read it restores its file into its slot
-  and is pinned there; later ones find it as llama.cpp finds any cached prefix.
+* the first request of a prompt on a server is pinned to a slot of its own (``id_slot``). If the
+  prompt has a file, the file is restored into that slot first, and the request reads its state
+  alone. If not, then once the reply is back (and before that question's next request), a
+  **content-free twin** of the request (the same prompt, the state ``N/A``: the debias prior's first
+  request is one already) is sent to that slot and the slot is saved; about 0.1 s, once a prompt. So a file holds the
+  developer's question and ``N/A``, never a user's state: the saved tokens are checked against the
+  twin's own, and a file that holds anything else (another request took the slot first) is deleted;
+* prompts with examples are never kept (they are a user's data too), nor prompts past the server's slots.
 
 Files live beside the memory (``<cache>/slots/<model>/``), at most :data:`MAX_FILES` of them, the
 oldest dropped; a file the server cannot restore is removed. Everything here only makes a call
@@ -24,31 +26,32 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import struct
 import threading
 import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from .calls import Call, Reply
-from .priors import CONTENT_FREE
 from .prompt import state_block
 
-#: Files kept per model (about 12 KB a token for the 0.5B model: ~1.7 MB a question's prompt).
+#: Files kept per model (about 12 KB a token for the 0.5B model: ~1.6 MB a question's prompt).
 MAX_FILES = 32
-_CONTENT_FREE_TURNS = frozenset(state_block(s) for s in CONTENT_FREE)
+#: The state of the twin whose slot is saved: content-free (one of the debias prior's).
+TWIN_STATE = "N/A"
 
 
-def _zero_shot(call: Call) -> tuple[str, str] | None:
-    """(the prompt's key, the user turn) of a zero-shot state_last request, else None."""
+def _zero_shot(call: Call) -> str | None:
+    """The prompt's key of a zero-shot state_last request (a system message, then the state), else None."""
     messages = call.kwargs.get("messages")
     if not isinstance(messages, list) or len(messages) != 2:
         return None
     system, user = messages
     if system.get("role") != "system" or user.get("role") != "user" or not isinstance(user.get("content"), str):
         return None
-    digest = hashlib.sha256(json.dumps([call.kwargs.get("model"), system.get("content")]).encode()).hexdigest()
-    return digest[:32], user["content"]
+    return hashlib.sha256(json.dumps([call.kwargs.get("model"), system.get("content")]).encode()).hexdigest()[:32]
 
 
 class SlotCache:
@@ -58,77 +61,69 @@ class SlotCache:
         self.base_url = base_url.removesuffix("/v1")
         self.folder = folder
         self.n_slots = n_slots
-        self._slot: dict[str, int] = {}  # prompt key → the slot it is pinned to on this server
-        self._live: set[str] = set()  # keys this server has read (restored or saved)
+        self._slot: dict[str, int] = {}  # prompt key → its slot on this server (the first n_slots prompts)
         self._lock = threading.Lock()
 
-    def _slot_for(self, key: str) -> int | None:
-        """The key's slot: one each for the first ``n_slots`` prompts this server meets, then none."""
-        with self._lock:
-            if key not in self._slot and len(self._slot) < self.n_slots:
-                self._slot[key] = len(self._slot)
-            return self._slot.get(key)
+    def file(self, key: str) -> Path:
+        return self.folder / f"{key}.bin"
 
-    def _claim_restore(self, key: str) -> bool:
-        """True once per key and server: the caller restores its file (if there is one)."""
-        with self._lock:
-            if key in self._live:
-                return False
-            self._live.add(key)
-            return (self.folder / f"{key}.bin").is_file()
-
-    def plan(self, call: Call) -> tuple[Call, str | None, int | None]:
-        """(the call to send, pinned to a slot where that helps; the key to save after it, if any; the slot
-        to restore its file into first, if any). No I/O."""
-        found = _zero_shot(call)
-        if found is None:
-            return call, None, None
-        key, turn = found
-        content_free = turn in _CONTENT_FREE_TURNS
-        restoring = self._claim_restore(key)
-        if not (content_free or restoring):
-            return call, None, None
-        slot = self._slot_for(key)
-        if slot is None:
-            return call, None, None
-        extra = {**(call.kwargs.get("extra_body") or {}), "id_slot": slot}
-        pinned = replace(call, kwargs={**call.kwargs, "extra_body": extra})
-        return pinned, key if content_free else None, slot if restoring else None
-
-    def restore(self, call: Call, slot: int | None) -> None:
-        """Load the pinned call's kept prompt into its slot; a file the server refuses is removed."""
-        found = _zero_shot(call)
-        if slot is None or found is None:
-            return
-        if not self._action(slot, "restore", found[0]):
-            (self.folder / f"{found[0]}.bin").unlink(missing_ok=True)  # another llama.cpp's format, a torn file
-
-    def before(self, call: Call) -> tuple[Call, str | None]:
-        """:meth:`plan`, then the restore it asks for."""
-        call, key, slot = self.plan(call)
-        self.restore(call, slot)
-        return call, key
-
-    def after(self, key: str | None) -> None:
-        """Save the slot a content-free request was pinned to; keep the folder bounded."""
+    def plan(self, call: Call) -> tuple[Call, int | None, bool]:
+        """(the call to send, pinned to its prompt's slot if this is the prompt's first request here; the
+        slot to restore the prompt's file into first; whether to keep the prompt after). No I/O but a stat."""
+        key = _zero_shot(call)
         if key is None:
+            return call, None, False
+        with self._lock:
+            if key in self._slot or len(self._slot) >= self.n_slots:
+                return call, None, False  # read on this server already, or no slot of its own left
+            slot = self._slot[key] = len(self._slot)
+        kept = self.file(key).is_file()
+        return _pinned(call, slot), slot if kept else None, not kept
+
+    def restore(self, call: Call, slot: int) -> None:
+        """Load the call's kept prompt into its slot; a file the server refuses is removed."""
+        key = _zero_shot(call)
+        if key is not None and self._action(slot, "restore", key) is None:
+            self.file(key).unlink(missing_ok=True)  # another llama.cpp's format, a torn write
+
+    def keep(self, call: Call) -> None:
+        """Send the call's content-free twin to its slot, save the slot, and keep the file only if it
+        holds exactly the twin's tokens (never a user's state)."""
+        key, slot = _zero_shot(call), (call.kwargs.get("extra_body") or {}).get("id_slot")
+        if key is None or not isinstance(slot, int):
             return
-        slot = self._slot.get(key)
-        if slot is None:
+        twin = {**call.kwargs, "messages": [call.kwargs["messages"][0],
+                                            {"role": "user", "content": state_block(TWIN_STATE)}]}
+        body = {k: v for k, v in twin.items() if k not in ("extra_body", "timeout")} | twin.get("extra_body", {})
+        try:
+            if call.kwargs["messages"][1]["content"] != state_block(TWIN_STATE):  # (the debias prior's is the twin)
+                self._post("/v1/chat/completions", body)
+            prompt = self._post("/apply-template", {k: body[k] for k in ("messages", "chat_template_kwargs")
+                                                    if k in body})["prompt"]
+            ids = self._post("/tokenize", {"content": prompt, "parse_special": True})["tokens"]
+        except (OSError, ValueError, KeyError, TypeError):
             return
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if self._action(slot, "save", key):
-            self._prune()
+        saved = self._action(slot, "save", key)
+        if saved is None:
+            return
+        extra = saved.get("n_saved", -1) - len(ids)  # a BOS the server adds, the one token it generated
+        if not (0 <= extra <= 2 and _holds(self.file(key), ids)):
+            self.file(key).unlink(missing_ok=True)  # the slot held another request by the time it was saved
+            return
+        self._prune()
 
-    def _action(self, slot: int, action: str, key: str) -> bool:
-        body = json.dumps({"filename": f"{key}.bin"}).encode()
-        req = urllib.request.Request(f"{self.base_url}/slots/{slot}?action={action}", data=body,
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        req = urllib.request.Request(self.base_url + path, data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return json.loads(r.read())
+
+    def _action(self, slot: int, action: str, key: str) -> dict[str, Any] | None:
         try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                return r.status == 200
-        except OSError:  # HTTPError included: a slot that cannot be saved or restored only costs speed
-            return False
+            return self._post(f"/slots/{slot}?action={action}", {"filename": f"{key}.bin"})
+        except (OSError, ValueError):  # HTTPError included: a slot not saved or restored only costs speed
+            return None
 
     def _prune(self) -> None:
         files = sorted(self.folder.glob("*.bin"), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -138,21 +133,35 @@ class SlotCache:
     def wrap(self, send: Callable[[Call], Reply]) -> Callable[[Call], Reply]:
         """``send`` with this cache around it (sync)."""
         def sending(call: Call) -> Reply:
-            call, key = self.before(call)
+            call, slot, keep = self.plan(call)
+            if slot is not None:
+                self.restore(call, slot)
             reply = send(call)
-            self.after(key)
+            if keep:  # before the flow's next request, which would take the slot
+                self.keep(call)
             return reply
         return sending
 
     def awrap(self, asend: Callable[[Call], Awaitable[Reply]]) -> Callable[[Call], Awaitable[Reply]]:
         """``asend`` with this cache around it; its loopback requests run off the event loop."""
         async def sending(call: Call) -> Reply:
-            call, key, slot = self.plan(call)
+            call, slot, keep = self.plan(call)
             if slot is not None:
                 await asyncio.to_thread(self.restore, call, slot)
             reply = await asend(call)
-            if key is not None:
-                await asyncio.to_thread(self.after, key)
+            if keep:
+                await asyncio.to_thread(self.keep, call)
             return reply
         return sending
 
+
+def _pinned(call: Call, slot: int) -> Call:
+    return replace(call, kwargs={**call.kwargs, "extra_body": {**(call.kwargs.get("extra_body") or {}), "id_slot": slot}})
+
+
+def _holds(path: Path, ids: list[int]) -> bool:
+    """Whether a saved slot holds these token ids in a row (llama.cpp stores a slot's tokens as int32)."""
+    try:
+        return struct.pack(f"<{len(ids)}i", *ids) in path.read_bytes()
+    except OSError:
+        return False

@@ -1,21 +1,22 @@
 """Zero-shot prompts kept as llama.cpp's own KV cache (jev_shared/slots.py), on the real embedded server.
 
-SmolLM2 (the wire model) with debias=True, so every zero-shot prompt is asked about the content-free
-states first, as the default model's priors are. What is checked is what the server itself reports:
-the tokens a reply had to read anew (``timings.prompt_n``) and the tokens a kept file holds.
+SmolLM2 (the wire model). What is checked is what the server itself reports: the tokens a reply had
+to read anew (``timings.prompt_n``) and the tokens a kept file holds.
 """
 
 from __future__ import annotations
 
+import asyncio
 import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from jev_shared import Choice, Example, Noul, SystemOneClient
+from jev_shared import AsyncSystemOneClient, Choice, Example, Noul, SystemOneClient
 from jev_shared.calls import Call
 from jev_shared.local import WIRE_MODEL, LocalServer
+from jev_shared.prompt import state_block
 from jev_shared.slots import SlotCache
 
 pytestmark = pytest.mark.slow
@@ -25,16 +26,14 @@ QUESTIONS = {"team": Choice(instructions="Which team?", criteria={"billing": "pa
              "spam": Noul(instructions="This is spam.")}
 
 
-def _client(srv: LocalServer, memory: Any = None) -> SystemOneClient:
-    return SystemOneClient(srv.client(), model=srv.model, debias=True, debug=True, memory=memory)
+def _client(srv: LocalServer) -> SystemOneClient:
+    return SystemOneClient(srv.client(), model=srv.model, debug=True)
 
 
 def _computed(resp: Any) -> dict[str, list[int]]:
     """Per question, the prompt tokens each of its replies had the server read anew."""
-    out: dict[str, list[int]] = {}
-    for qid, info in resp.debug["questions"].items():
-        out[qid] = [a["data"]["timings"]["prompt_n"] for a in info["attempts"] if a["kind"] == "response"]
-    return out
+    return {qid: [a["data"]["timings"]["prompt_n"] for a in info["attempts"] if a["kind"] == "response"]
+            for qid, info in resp.debug["questions"].items()}
 
 
 def _holds(path: Path, ids: list[int]) -> bool:
@@ -44,24 +43,20 @@ def _holds(path: Path, ids: list[int]) -> bool:
 
 def test_a_new_server_restores_the_prompts_and_reads_only_the_state(tmp_path: Path) -> None:
     with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
-        client = _client(srv)
-        first = client.system_one(STATE, QUESTIONS)
+        cold = _computed(_client(srv).system_one(STATE, QUESTIONS))
         files = sorted(tmp_path.glob("*.bin"))
         assert len(files) == 2  # one per zero-shot prompt
         question = [srv.tokenize(" Which team?"), srv.tokenize(" This is spam.")]
         state = srv.tokenize(" charged twice to my Visa card")
         assert all(any(_holds(f, q) for f in files) for q in question)  # the question is there
         assert not any(_holds(f, state) for f in files)  # the user's state never is
-    cold = _computed(first)
     with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:  # a new server: as a new process meets it
-        again = _client(srv, memory=client.memory).system_one(STATE, QUESTIONS)  # the priors are known
-    warm = _computed(again)
+        warm = _computed(_client(srv).system_one(STATE, QUESTIONS))
     for qid in QUESTIONS:
-        assert len(warm[qid]) == 1  # the priors came from memory: the answer alone
         assert warm[qid][0] < cold[qid][0] / 3, (qid, cold, warm)  # the prompt came from the file
 
 
-def test_without_the_files_the_first_call_reads_the_whole_prompt(tmp_path: Path) -> None:
+def test_without_the_files_the_first_call_reads_the_whole_prompt() -> None:
     with LocalServer(WIRE_MODEL, prompt_cache=False) as srv:
         assert srv.prompt_folder is None and not hasattr(srv.client(), "jev_slots")
         resp = _client(srv).system_one(STATE, QUESTIONS)
@@ -77,15 +72,36 @@ def test_prompts_with_examples_are_never_kept(tmp_path: Path) -> None:
     assert list(tmp_path.glob("*.bin")) == []
 
 
-def test_a_file_the_server_cannot_restore_is_removed_and_the_answer_stands(tmp_path: Path) -> None:
+def test_a_file_the_server_cannot_restore_is_removed_and_kept_anew(tmp_path: Path) -> None:
     with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
-        expected = SystemOneClient(srv.client(), model=srv.model, debias=True).system_one(STATE, QUESTIONS)
+        expected = SystemOneClient(srv.client(), model=srv.model).system_one(STATE, QUESTIONS)
     for f in tmp_path.glob("*.bin"):
         f.write_bytes(b"not a llama.cpp state file")
     with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
-        resp = SystemOneClient(srv.client(), model=srv.model, debias=True).system_one(STATE, QUESTIONS)
+        resp = SystemOneClient(srv.client(), model=srv.model).system_one(STATE, QUESTIONS)
     assert resp.choices["team"].choice == expected.choices["team"].choice
-    assert all(f.read_bytes() != b"not a llama.cpp state file" for f in tmp_path.glob("*.bin"))  # saved anew
+    assert list(tmp_path.glob("*.bin")) == []  # removed; the next server keeps the prompts again
+    with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
+        SystemOneClient(srv.client(), model=srv.model).system_one(STATE, QUESTIONS)
+    assert len(list(tmp_path.glob("*.bin"))) == 2
+
+
+class _Raced(SlotCache):
+    """Another request takes the slot between the twin and the save, as a concurrent caller's may."""
+
+    def _action(self, slot: int, action: str, key: str) -> dict[str, Any] | None:
+        if action == "save":
+            self._post("/v1/chat/completions", {"model": "m", "max_tokens": 1, "id_slot": slot, "messages": [
+                {"role": "system", "content": "Which team?"}, {"role": "user", "content": state_block(STATE)}]})
+        return super()._action(slot, action, key)
+
+
+def test_a_slot_another_request_took_is_not_kept(tmp_path: Path) -> None:
+    with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
+        client = srv.client()
+        client.jev_slots = _Raced(srv.base_url, tmp_path, srv.n_parallel)
+        SystemOneClient(client, model=srv.model).system_one(STATE, {"spam": QUESTIONS["spam"]})
+    assert list(tmp_path.glob("*.bin")) == []  # it held a user's state: deleted
 
 
 def _call(user: str, system: str = "rules and a question") -> Call:
@@ -93,36 +109,27 @@ def _call(user: str, system: str = "rules and a question") -> Call:
                                                                 {"role": "user", "content": user}]})
 
 
-def test_only_content_free_and_restoring_requests_are_pinned(tmp_path: Path) -> None:
-    from jev_shared.priors import CONTENT_FREE
-    from jev_shared.prompt import state_block
-
-    cache = SlotCache("http://127.0.0.1:9/v1", tmp_path, n_slots=2)  # nothing listens: no file, no restore
-    pinned, key = cache.before(_call(state_block(CONTENT_FREE[0])))
-    assert pinned.kwargs["extra_body"] == {"id_slot": 0} and key is not None
-    real, none = cache.before(_call(state_block(STATE)))
-    assert "extra_body" not in real.kwargs and none is None  # a user's state: never pinned, never saved
-    other, _ = cache.before(_call(state_block(""), system="another question"))
+def test_only_a_prompts_first_request_on_a_server_is_pinned(tmp_path: Path) -> None:
+    cache = SlotCache("http://127.0.0.1:9/v1", tmp_path, n_slots=2)  # no file: nothing to restore
+    first, restore, keep = cache.plan(_call(state_block(STATE)))
+    assert first.kwargs["extra_body"] == {"id_slot": 0} and restore is None and keep
+    again, _, keep_again = cache.plan(_call(state_block("another state")))
+    assert "extra_body" not in again.kwargs and not keep_again  # read on this server already
+    other, _, _ = cache.plan(_call(state_block(STATE), system="another question"))
     assert other.kwargs["extra_body"]["id_slot"] == 1
-    third, third_key = cache.before(_call(state_block(""), system="a third question"))
-    assert "extra_body" not in third.kwargs and third_key is None  # more prompts than slots: left to the server
+    third, _, keep_third = cache.plan(_call(state_block(STATE), system="a third question"))
+    assert "extra_body" not in third.kwargs and not keep_third  # more prompts than slots: left to the server
     with_examples = Call("chat_completions", {"messages": [{"role": "system", "content": "x"},
                                                            {"role": "user", "content": "ex"},
                                                            {"role": "assistant", "content": "billing"},
                                                            {"role": "user", "content": state_block("N/A")}]})
-    assert cache.before(with_examples) == (with_examples, None)
+    assert cache.plan(with_examples) == (with_examples, None, False)
 
 
 def test_the_async_client_restores_them_too(tmp_path: Path) -> None:
-    import asyncio
-
-    from jev_shared import AsyncSystemOneClient
-
     with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
-        client = _client(srv)
-        cold = _computed(client.system_one(STATE, QUESTIONS))
+        cold = _computed(_client(srv).system_one(STATE, QUESTIONS))
     with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
-        aclient = AsyncSystemOneClient(srv.async_client(), model=srv.model, debias=True, debug=True,
-                                       memory=client.memory)
+        aclient = AsyncSystemOneClient(srv.async_client(), model=srv.model, debug=True)
         warm = _computed(asyncio.run(aclient.system_one(STATE, QUESTIONS)))
     assert all(warm[q][0] < cold[q][0] / 3 for q in QUESTIONS), (cold, warm)
