@@ -23,11 +23,12 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from heldout import Decision, load  # noqa: E402
+from heldout_maps import CANDIDATES  # noqa: E402
 
-from jev_shared.calibration import GLOBAL, SHIPPED, Calibrator, Record, metrics  # noqa: E402
+from jev_shared.calibration import GLOBAL, SHIPPED, Calibrator, Context, Record, metrics  # noqa: E402
 from jev_shared.models import debias_strength  # noqa: E402
 from jev_shared.priors import powered  # noqa: E402
-from jev_shared.readout import divide_prior  # noqa: E402
+from jev_shared.readout import PRIOR_FLOOR, PRIOR_SHARE, divide_prior  # noqa: E402
 
 #: The floor the saved runs were divided with (before issue 23's PRIOR_SHARE): raw() inverts exactly that.
 RUN_FLOOR = 1e-3
@@ -39,7 +40,10 @@ Fit = Callable[[list[Record]], Calibrator]
 
 
 def raw(d: Decision) -> dict[str, float]:
-    """The window's distribution before the prior's division (what ``debias=False`` answers)."""
+    """The window's distribution before the prior's division (what ``debias=False`` answers): saved by
+    runs since the extra items, else recovered from the answer and the floor those runs divided with."""
+    if d.raw:
+        return d.raw
     if not d.prior:
         return d.answered
     scaled = [p * max(r, RUN_FLOOR) for p, r in zip(d.answered.values(), d.prior)]
@@ -52,17 +56,26 @@ def key(d: Decision) -> str:
     return f"*{d.kind}" + ("+examples" if d.shots else "")
 
 
+def context(d: Decision, prior: list[float] | None) -> Context:
+    """What the engine knows about the answer at run time (client.calibration_context)."""
+    k = len(d.answered)
+    return Context(kind=d.kind, examples=d.shots * k, prior=tuple(prior) if prior else None,
+                   prior_floor=max(PRIOR_FLOOR, PRIOR_SHARE / max(k, 1)))
+
+
 def record(d: Decision, debias: bool | float = True) -> Record:
     """As answered (debias on), raw (off), or divided by the prior raised to ``debias`` (a partial division)."""
     if not d.prior:
-        return Record(d.answered, d.label, key(d))
+        return Record(d.answered, d.label, key(d), context(d, None))
     if debias is True:  # the division as the engine does it now (its strength per kind, its floors)
         prior = powered(d.prior, debias_strength(MODEL, d.kind, bool(d.shots)))
-        return Record(dict(zip(d.answered, divide_prior(list(raw(d).values()), prior))), d.label, key(d))
+        return Record(dict(zip(d.answered, divide_prior(list(raw(d).values()), prior))), d.label, key(d),
+                      context(d, prior))
     if debias is False:
-        return Record(raw(d), d.label, key(d))
-    probs = divide_prior(list(raw(d).values()), powered(d.prior, float(debias)))  # the engine's floors
-    return Record(dict(zip(d.answered, probs)), d.label, key(d))
+        return Record(raw(d), d.label, key(d), context(d, None))
+    prior = powered(d.prior, float(debias))
+    probs = divide_prior(list(raw(d).values()), prior)  # the engine's floors
+    return Record(dict(zip(d.answered, probs)), d.label, key(d), context(d, prior))
 
 
 def ship_fit(records: list[Record], top: bool = True) -> Calibrator:
@@ -95,7 +108,7 @@ def shipped_before(records: list[Record]) -> Calibrator:
 
 
 FITS: dict[str, Fit] = {"shipped before": shipped_before, "as answered": none_fit, "T per kind": t_only, "T + top per kind": ship_fit,
-                        "T pooled": pooled_t, "T + top pooled": pooled_top}
+                        "T pooled": pooled_t, "T + top pooled": pooled_top, **CANDIDATES}
 
 
 def loo(decisions: Sequence[Decision], fit: Fit, debias: bool | float = True) -> dict[tuple[str, int], list[Record]]:
@@ -152,6 +165,24 @@ def table(decisions: Sequence[Decision], debias: bool = True) -> str:
         pooled = metrics([r for rs in judged[name].values() for r in rs]).ece
         lines.append(f"\n{name}: ECE worst {max(eces):.3f}, mean {sum(eces) / len(eces):.3f}, all answers pooled "
                      f"{pooled:.3f}; right at p ≥ {GATE}, all sets pooled: {pooled_gate(judged[name])}")
+    return "\n".join(lines)
+
+
+def summary(decisions: Sequence[Decision], names: Sequence[str] = ()) -> str:
+    """One line a fit, judged left out: the worst set's ECE (zero-shot, and with examples), the mean and
+    pooled ECE, the pooled log loss and right at p ≥ 0.7: what picks the shipped form."""
+    lines = ["| fit | worst ECE (set) | worst with examples | mean ECE | pooled ECE | pooled NLL | right at p ≥ 0.7 |",
+             "|---|---|---|---|---|---|---|"]
+    for name in names or FITS:
+        judged = loo(decisions, FITS[name])
+        eces = {k: metrics(rs).ece for k, rs in judged.items()}
+        worst = max(eces, key=eces.__getitem__)
+        ex = {k: e for k, e in eces.items() if k[1]}
+        worst_ex = max(ex, key=ex.__getitem__)
+        pooled = metrics([r for rs in judged.values() for r in rs])
+        lines.append(f"| {name} | {eces[worst]:.3f} ({worst[0]}, {worst[1]}) | {ex[worst_ex]:.3f} ({worst_ex[0]}, "
+                     f"{worst_ex[1]}) | {sum(eces.values()) / len(eces):.3f} | {pooled.ece:.3f} | {pooled.nll:.3f} | "
+                     f"{pooled_gate(judged)} |")
     return "\n".join(lines)
 
 
@@ -232,8 +263,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--write", action="store_true", help="write the shipped calibration (fitted on every set)")
     ap.add_argument("--model", default="qwen2.5-coder-0.5b")
     ap.add_argument("--doc", action="store_true", help="print docs/quality.md's table only")
+    ap.add_argument("--summary", nargs="*", default=None, metavar="FIT",
+                    help="one line per fit (default: every fit), judged left out; nothing else")
     args = ap.parse_args(argv)
     decisions = [d for d in load(args.raw) if d.answered]
+    if args.summary is not None:
+        print(summary(decisions, args.summary))
+        return 0
     if args.doc:
         rows = {k: v for p in args.raw for k, v in json.loads(p.read_text())["meta"].get("heldout_rows", {}).items()}
         print(doc_table(decisions, rows))
