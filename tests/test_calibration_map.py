@@ -115,3 +115,26 @@ def test_the_file_reads_both_versions_and_refuses_others(tmp_path) -> None:  # n
         Calibrator.from_dict({**old.to_dict(), "format": "jev-calibration/9"})
     with pytest.raises(ValueError, match="unknown features"):
         FeatureMap("top", {"1": 1.0, "moon_phase": 0.1})
+
+
+def test_the_client_hands_a_map_each_answers_own_context() -> None:
+    """The map sees the question's kind, its examples and the prior its answer was divided by: a map
+    that moves only answers asked with examples leaves a zero-shot one alone, and one that reads the
+    prior gives what the map gives on the uncalibrated answer with that prior."""
+    from tests.test_examples_calibration import TEAM, WRONG, client
+
+    by_examples = Calibrator({GLOBAL: 1.0}, maps={GLOBAL: FeatureMap("top", {"1": 1.0}, {"examples": -1.0})})
+    plain = client(calibrator=None, debias=False).system_one("ticket", {"team": TEAM}).answers["team"]
+    mapped = client(calibrator=by_examples, debias=False).system_one("ticket", {"team": TEAM})
+    assert mapped.debug["calibration"] == {"team": "custom"}
+    assert mapped.answers["team"].probabilities == pytest.approx(plain.probabilities)
+
+    raw = client(calibrator=None).system_one("ticket", {"team": TEAM}, examples=WRONG)
+    prior = tuple(raw.debug["priors"]["team"].values())
+    ctx = Context(kind="choice", examples=2, prior=prior, prior_floor=0.15)  # readout.PRIOR_SHARE / 2 options
+    by_prior = Calibrator({GLOBAL: 1.0}, maps={GLOBAL: FeatureMap("top", {"1": 1.0}, {"prior_entropy": -2.0,
+                                                                                      "examples": 0.5})})
+    got = client(calibrator=by_prior).system_one("ticket", {"team": TEAM}, examples=WRONG).answers["team"]
+    want = by_prior.maps[GLOBAL](list(raw.answers["team"].probabilities.values()), ctx)
+    assert list(got.probabilities.values()) == pytest.approx(want)
+    assert got.probabilities != pytest.approx(raw.answers["team"].probabilities)
