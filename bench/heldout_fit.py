@@ -142,6 +142,15 @@ def gate_cell(recs: Sequence[Record], gate: float = GATE) -> str:
     return f"{right}/{len(kept)}" + (f" ({right / len(kept):.0%})" if kept else "")
 
 
+def calibrated_precision(recs: Sequence[Record], gate: float = GATE) -> str:
+    """Right at p ≥ gate that a perfectly calibrated model stating these probabilities would read: the
+    mean stated top probability of the answers kept. Why: a precision target at a gate is a claim about
+    how sharp the answers are, not only how calibrated; calibrated answers kept at 0.7–0.8 are right
+    70–80% of the time."""
+    tops = [max(r.probabilities.values()) for r in recs if max(r.probabilities.values()) >= gate - 1e-12]
+    return f"{sum(tops) / len(tops):.0%}" if tops else "—"
+
+
 def pooled_gate(groups: dict[Any, list[Record]], gate: float = GATE) -> str:
     return gate_cell([r for rs in groups.values() for r in rs], gate)
 
@@ -182,7 +191,7 @@ def summary(decisions: Sequence[Decision], names: Sequence[str] = ()) -> str:
         pooled = metrics([r for rs in judged.values() for r in rs])
         lines.append(f"| {name} | {eces[worst]:.3f} ({worst[0]}, {worst[1]}) | {ex[worst_ex]:.3f} ({worst_ex[0]}, "
                      f"{worst_ex[1]}) | {sum(eces.values()) / len(eces):.3f} | {pooled.ece:.3f} | {pooled.nll:.3f} | "
-                     f"{pooled_gate(judged)} |")
+                     f"{pooled_gate(judged)}; calibrated: {calibrated_precision([r for rs in judged.values() for r in rs])} |")
     return "\n".join(lines)
 
 
