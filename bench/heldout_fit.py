@@ -6,7 +6,9 @@ fitted on some sets and judged on another. Leave-one-dataset-out: each set is ju
 the *other* sets only, so no figure comes from a fit that saw its set.
 
     python bench/heldout_fit.py bench/heldout_runs/qwen-defaults.json              # the tables
-    python bench/heldout_fit.py bench/heldout_runs/qwen-defaults.json --write      # and ship the fit on every set
+    python bench/heldout_fit.py bench/heldout_runs/qwen-*.json --summary          # every form tried, one line each
+    python bench/heldout_fit.py bench/heldout_runs/qwen-*.json --doc              # docs/quality.md's table
+    python bench/heldout_fit.py bench/heldout_runs/qwen-*.json --write            # ship the fit on every set
 """
 
 from __future__ import annotations
@@ -220,39 +222,46 @@ def debias_table(decisions: Sequence[Decision]) -> str:
 
 
 #: The form shipped: the one best held out (the lowest worst-set ECE, each set judged by a fit that never saw it).
-SHIPPED_FIT = "T pooled"
+SHIPPED_FIT = "T(entropy)"
+
+
+#: The form shipped before the feature maps (one temperature for every kind): the doc table's middle column.
+PREVIOUS_FIT = "T pooled"
+
+
+def _cell(recs: Sequence[Record] | None) -> str:
+    return f"{metrics(recs).ece:.3f}, {gate_cell(recs)}" if recs else "—"
 
 
 def doc_table(decisions: Sequence[Decision], heldout_rows: dict[str, Any]) -> str:
-    """docs/quality.md's table: per set and setting, today's shipped calibration against the one shipped
-    now (judged left out), then the question's own examples on top of it (bench/heldout_examples.py)."""
+    """docs/quality.md's table: per set and setting, the calibration shipped before issue 23, the one
+    temperature shipped until the feature maps, and the one shipped now (both judged left out), then the
+    question's own examples on top of it (bench/heldout_examples.py)."""
     from heldout_examples import own_examples
 
-    old = shipped_before([])  # today: the old defaults (the whole prior, its floor) and the old calibration
+    old = shipped_before([])  # before issue 23: the old defaults (the whole prior, its floor) and calibration
     before: dict[tuple[str, int], list[Record]] = {}
     for d in decisions:
         before.setdefault((d.set, d.shots), []).extend(old.calibrate([Record(d.answered, d.label, key(d))]))
+    prev = loo(decisions, FITS[PREVIOUS_FIT])
     now = loo(decisions, FITS[SHIPPED_FIT])
     own = own_examples(decisions, heldout_rows, FITS[SHIPPED_FIT])
-    lines = ["| set | kind, options | setting | accuracy today → now | today: ECE, right at p ≥ 0.7 | now (left out): ECE, "
-             "right at p ≥ 0.7 | now + the question's own examples | ECE a calibrated model reads here |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| set | kind, options | setting | n | accuracy | before issue 23: ECE, right at p ≥ 0.7 | one temperature "
+             "(left out) | **now** (left out) | now + the question's own examples | ECE a calibrated model reads here |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     kinds = {d.set: (d.kind, len(d.answered)) for d in decisions}
     for (s, shots), recs in sorted(now.items(), key=lambda k: (k[0][1], k[0][0])):
-        ex = own.get((s, shots))
-        cells = [s, f"{kinds[s][0]}, {kinds[s][1]}", SETTINGS[shots],
-                 f"{metrics(before[(s, shots)]).accuracy:.1%} → {metrics(recs).accuracy:.1%}",
-                 f"{metrics(before[(s, shots)]).ece:.3f}, {gate_cell(before[(s, shots)])}",
-                 f"{metrics(recs).ece:.3f}, {gate_cell(recs)}",
-                 f"{metrics(ex).ece:.3f}, {gate_cell(ex)}" if ex else "—", f"{ece_floor(recs):.3f}"]
+        cells = [s, f"{kinds[s][0]}, {kinds[s][1]}", SETTINGS[shots], str(len(recs)), f"{metrics(recs).accuracy:.1%}",
+                 _cell(before[(s, shots)]), _cell(prev[(s, shots)]), _cell(recs), _cell(own.get((s, shots))),
+                 f"{ece_floor(recs):.3f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    every = [r for rs in now.values() for r in rs]
+
+    def pooled(groups: dict[tuple[str, int], list[Record]]) -> list[Record]:
+        return [r for rs in groups.values() for r in rs]
+
     mixed = [r for k, rs in now.items() for r in (own.get(k) or rs)]
-    pooled_before = [r for rs in before.values() for r in rs]
-    lines.append(f"| **all** | | | {metrics(pooled_before).accuracy:.1%} → {metrics(every).accuracy:.1%} | "
-                 f"{metrics(pooled_before).ece:.3f}, "
-                 f"{gate_cell(pooled_before)} | {metrics(every).ece:.3f}, {gate_cell(every)} | "
-                 f"{metrics(mixed).ece:.3f}, {gate_cell(mixed)} | |")
+    lines.append(f"| **all** | | | {len(pooled(now))} | {metrics(pooled(now)).accuracy:.1%} | {_cell(pooled(before))} | "
+                 f"{_cell(pooled(prev))} | {_cell(pooled(now))} | {_cell(mixed)} | |")
     return "\n".join(lines)
 
 
@@ -269,13 +278,16 @@ def write_shipped(decisions: Sequence[Decision], model: str) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("raw", type=Path, nargs="+")
-    ap.add_argument("--write", action="store_true", help="write the shipped calibration (fitted on every set)")
+    ap.add_argument("--write", action="store_true", help="write the shipped calibration (fitted on every set), only")
     ap.add_argument("--model", default="qwen2.5-coder-0.5b")
     ap.add_argument("--doc", action="store_true", help="print docs/quality.md's table only")
     ap.add_argument("--summary", nargs="*", default=None, metavar="FIT",
                     help="one line per fit (default: every fit), judged left out; nothing else")
     args = ap.parse_args(argv)
     decisions = [d for d in load(args.raw) if d.answered]
+    if args.write:  # the tables take minutes; --summary and --doc print them
+        print(f"wrote {write_shipped(decisions, args.model)}")
+        return 0
     if args.summary is not None:
         print(summary(decisions, args.summary))
         return 0
@@ -286,8 +298,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(decisions))
     print("\nDebias per kind (calibration: T + top per kind, fitted left out):\n")
     print(debias_table(decisions))
-    if args.write:
-        print(f"\nwrote {write_shipped(decisions, args.model)}")
     _ = GLOBAL
     return 0
 

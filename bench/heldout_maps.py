@@ -58,11 +58,13 @@ CANDIDATES: dict[str, Callable[[list[Record]], Calibrator]] = {
     _name("T", fs): temperature_map(fs) for fs in (
         ("log_k",), ("examples",), ("log_k", "examples"), ("noul", "score", "examples"), ("entropy",),
         ("raw_entropy",), ("log_k", "examples", "entropy"), ("log_k", "examples", "prior_entropy"),
-        ("log_k", "examples", "shift"))
+        ("log_k", "examples", "shift"), ("entropy", "log_k"), ("entropy", "examples"), ("entropy", "prior_entropy"),
+        ("entropy", "noul"), ("entropy", "log_k", "examples", "prior_entropy"))
 } | {
     _name("top", sl, sh): top_map(sl, sh) for sl, sh in (
         ((), ()), ((), ("log_k",)), (("log_k",), ("log_k",)), ((), ("log_k", "examples")),
         (("log_k", "examples"), ("log_k", "examples")), ((), ("log_k", "examples", "entropy")),
         ((), ("log_k", "examples", "prior_entropy")), ((), ("log_k", "examples", "shift")),
-        ((), ("noul", "score", "examples")))
+        ((), ("noul", "score", "examples")), (("entropy",), ("entropy",)),
+        ((), ("log_k", "examples", "prior_entropy", "entropy")))
 }

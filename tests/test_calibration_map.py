@@ -138,3 +138,18 @@ def test_the_client_hands_a_map_each_answers_own_context() -> None:
     want = by_prior.maps[GLOBAL](list(raw.answers["team"].probabilities.values()), ctx)
     assert list(got.probabilities.values()) == pytest.approx(want)
     assert got.probabilities != pytest.approx(raw.answers["team"].probabilities)
+
+
+def test_the_shipped_map_gives_its_known_numbers() -> None:
+    """The embedded model's calibration (bench/heldout_fit.py --write): a temperature that depends on the
+    answer's spread. A refit moves these numbers: update them with docs/quality.md's figures."""
+    from jev_shared.calibration import shipped
+
+    cal = shipped("qwen2.5-coder-0.5b")
+    assert cal is not None
+    three = cal._temper({"a": 0.7, "b": 0.2, "c": 0.1}, GLOBAL, Context())  # noqa: SLF001
+    assert three["a"] == pytest.approx(0.7088, abs=1e-3)  # spread 0.73: near the crossing, a little sharper
+    assert cal._temper({"true": 0.55, "false": 0.45}, GLOBAL, Context(kind="noul"))["true"] == pytest.approx(  # noqa: SLF001
+        0.5613, abs=1e-3)  # a timid yes/no: sharpened
+    bold = cal._temper({"a": 0.97, "b": 0.02, "c": 0.01}, GLOBAL, Context())["a"]  # noqa: SLF001
+    assert bold == pytest.approx(0.8998, abs=1e-3)  # a bold answer (spread 0.15): softened
