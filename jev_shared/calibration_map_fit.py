@@ -9,20 +9,22 @@ data cannot pin down stays near 0 instead of wandering.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .calibration_fit import _solve
 from .calibration_map import FLOOR, Context, FeatureMap, _logit, feature_values
 
 #: A labelled answer for the fits: probabilities in key order, the true key's index, its context.
 Labelled = tuple[Sequence[float], int, Context]
+#: An objective at a point: its value, gradient and Hessian.
+Parts = Callable[[list[float]], tuple[float, list[float], list[list[float]]]]
 
 
 def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
 
 
-def _newton(objective_parts, start: list[float], l2: float, iters: int = 40) -> list[float]:  # noqa: ANN001
+def _newton(objective_parts: Parts, start: list[float], l2: float, iters: int = 40) -> list[float]:
     """Damped Newton on ``Σ loss + l2/2·|w − start|²``; ``objective_parts(w)`` gives (loss, grad, hess)."""
     w = list(start)
 
