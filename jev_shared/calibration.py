@@ -18,7 +18,9 @@ scaling for yes/no). That can change answers, so judge it on held-out records.
     cal.save("calibration.json"); cal = Calibrator.load("calibration.json")
 
 The records and the fits are in :mod:`calibration_fit`; this module measures (ECE, Brier,
-selective accuracy) and holds the :class:`Calibrator`.
+selective accuracy) and holds the :class:`Calibrator`. A calibrator may also hold a map whose
+numbers depend on what the engine knows about each answer (:mod:`calibration_map`: the shipped
+calibration for the embedded model is a temperature that depends on the answer's spread).
 """
 
 from __future__ import annotations
@@ -164,7 +166,7 @@ class Report:
 
 class Calibrator:
     """Temperatures (one per question id, and a global fallback), optional per-option offsets,
-    and the gate thresholds they earn."""
+    top-label scaling and feature maps, and the gate thresholds they earn."""
 
     def __init__(self, temperatures: Mapping[str, float] | None = None, thresholds: Mapping[str, float | None] | None = None,
                  *, biases: Mapping[str, Mapping[str, float]] | None = None,
