@@ -2,12 +2,13 @@
 
 Each set (``bench/data/public/``) is asked as a new user would ask it: the dataset's own label names
 as options, each described by its name in words, zero-shot and with one example per option. Every
-decision records the answer as the engine gives it (``debias="auto"``, no calibration) *and* the
-prior it was divided by, so the raw window distribution is recovered exactly offline
-(``raw ∝ answered · prior``): calibration and debias can then be refitted and judged with no model
-run (``bench/heldout_fit.py``).
+decision records the answer as the engine gives it (``debias=True`` by default: the whole prior for
+every kind; no calibration), the prior it was divided by, and the window's own distribution (``raw``),
+so calibration and any debias strength can then be refitted and judged with no model run
+(``bench/heldout_fit.py``). ``--extra`` asks the further items of ``data/public/extra/``.
 
     JEV_NO_CACHE=1 nice -n 10 python bench/heldout.py --raw bench/heldout_runs/qwen-defaults.json
+    JEV_NO_CACHE=1 python bench/heldout.py --extra --limit 120 --no-shots clinc150 --raw bench/heldout_runs/qwen-extra-b.json
     python bench/heldout.py --sets trec,sst2 --shots 0 --limit 20 --raw /tmp/h.json
     python bench/heldout_fit.py bench/heldout_runs/qwen-defaults.json            # the tables (docs/quality.md)
 """
