@@ -2,12 +2,13 @@
 
 Each set (``bench/data/public/``) is asked as a new user would ask it: the dataset's own label names
 as options, each described by its name in words, zero-shot and with one example per option. Every
-decision records the answer as the engine gives it (``debias="auto"``, no calibration) *and* the
-prior it was divided by, so the raw window distribution is recovered exactly offline
-(``raw ∝ answered · prior``): calibration and debias can then be refitted and judged with no model
-run (``bench/heldout_fit.py``).
+decision records the answer as the engine gives it (``debias=True`` by default: the whole prior for
+every kind; no calibration), the prior it was divided by, and the window's own distribution (``raw``),
+so calibration and any debias strength can then be refitted and judged with no model run
+(``bench/heldout_fit.py``). ``--extra`` asks the further items of ``data/public/extra/``.
 
     JEV_NO_CACHE=1 nice -n 10 python bench/heldout.py --raw bench/heldout_runs/qwen-defaults.json
+    JEV_NO_CACHE=1 python bench/heldout.py --extra --limit 120 --no-shots clinc150 --raw bench/heldout_runs/qwen-extra-b.json
     python bench/heldout.py --sets trec,sst2 --shots 0 --limit 20 --raw /tmp/h.json
     python bench/heldout_fit.py bench/heldout_runs/qwen-defaults.json            # the tables (docs/quality.md)
 """
@@ -44,15 +45,33 @@ class Decision:
     latency_ms: float
     error: str | None = None
     notes: dict[str, Any] = field(default_factory=dict)
+    #: The window's own distribution, before the prior's division (runs before the extra items: None,
+    #: recovered from ``answered · prior``, bench/heldout_fit.py's ``raw``).
+    raw: dict[str, float] | None = None
 
 
 def load_sets() -> dict[str, dict[str, Any]]:
     return json.loads((DATA / "sets.json").read_text())
 
 
-def load_items(name: str, limit: int | None) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in (DATA / f"{name}.jsonl").read_text().splitlines() if line.strip()]
+def load_items(name: str, limit: int | None, extra: bool = False) -> list[dict[str, Any]]:
+    """The set's 60 scored items, or (``extra``) the further items of ``extra/`` (build.py ``--extra``)."""
+    path = DATA / "extra" / f"{name}.jsonl" if extra else DATA / f"{name}.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return rows[:limit] if limit else rows
+
+
+def undivided(answered: dict[str, float], prior: list[float] | None) -> dict[str, float] | None:
+    """The window's distribution before ``readout.divide_prior`` (its floors): exact, so any debias
+    strength can be applied offline."""
+    from jev_shared.readout import PRIOR_FLOOR, PRIOR_SHARE
+
+    if not prior:
+        return None
+    floor = max(PRIOR_FLOOR, PRIOR_SHARE / max(len(prior), 1))
+    scaled = [p * max(r, floor) for p, r in zip(answered.values(), prior)]
+    total = sum(scaled) or 1.0
+    return {k: v / total for k, v in zip(answered, scaled)}
 
 
 def question(meta: dict[str, Any]) -> Choice | Score | Noul:
@@ -100,8 +119,11 @@ def run_set(client: SystemOneClient, name: str, meta: dict[str, Any], shots: int
         notes = {k: dbg[k]["q"] for k in ("labels", "labels_fallback", "labels_missing") if k in dbg and "q" in dbg[k]}
         if "q" in dbg.get("truncated", []):
             notes["truncated"] = True
-        out.append(Decision(name, meta["kind"], shots, it["id"], it["label"], answered_probs(resp.answers["q"]),
-                            list(prior.values()) if prior else None, resp.usage.latency_ms, notes=notes))
+        notes["calls"] = resp.usage.n_calls
+        probs = answered_probs(resp.answers["q"])
+        prior_list = list(prior.values()) if prior else None
+        out.append(Decision(name, meta["kind"], shots, it["id"], it["label"], probs, prior_list,
+                            resp.usage.latency_ms, notes=notes, raw=undivided(probs, prior_list)))
     return out
 
 
@@ -121,9 +143,12 @@ def collect(args: argparse.Namespace) -> tuple[list[Decision], dict[str, Any]]:
                 if (shots and name in args.no_shots.split(",")) or (shots > 1 and "more_examples" not in sets[name]):
                     continue
                 # the product defaults but for calibration (refitted offline): names, debias="auto", layout="auto"
-                client = SystemOneClient(srv.client(), model=srv.model, calibrator=None)
+                # debias=True: the whole prior for every kind, so the saved prior is the whole lean and any
+                # strength (models.DEBIAS_STRENGTH) is applied offline; "auto" saves the prior it divided by
+                client = SystemOneClient(srv.client(), model=srv.model, calibrator=None,
+                                         debias=True if args.debias == "true" else "auto")
                 t = time.perf_counter()
-                ds = run_set(client, name, sets[name], shots, load_items(name, args.limit))
+                ds = run_set(client, name, sets[name], shots, load_items(name, args.limit, args.extra))
                 decisions += ds
                 if shots:
                     rows[f"{name}/{shots}"] = heldout_rows(client, sets[name], shots)
@@ -151,6 +176,7 @@ def heldout_rows(client: SystemOneClient, meta: dict[str, Any], shots: int) -> d
 def meta_of(model: str, started: float, load: float, args: argparse.Namespace) -> dict[str, Any]:
     return {"date": time.strftime("%Y-%m-%d"), "model": model, "wall_s": round(time.perf_counter() - started, 1),
             "load_at_start": round(load, 2), "load_now": round(os.getloadavg()[0], 2), "limit": args.limit,
+            "extra": args.extra, "debias": args.debias,
             "cpus": os.cpu_count()}
 
 
@@ -182,6 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--shots", default="0,1", help="0: zero-shot; 1: one example per option; 2: two")
     ap.add_argument("--no-shots", default="", help="sets to run zero-shot only")
     ap.add_argument("--limit", type=int, default=None, help="at most this many items per set")
+    ap.add_argument("--extra", action="store_true", help="the further items of data/public/extra/ (build.py --extra)")
+    ap.add_argument("--debias", choices=("true", "auto"), default="true",
+                    help="true: the whole prior for every kind (saved whole, any strength applied offline)")
     ap.add_argument("--raw", type=Path, required=True, help="where every decision is saved (JSON)")
     args = ap.parse_args(argv)
     decisions, meta = collect(args)

@@ -25,7 +25,15 @@ sys.path.insert(0, str(HERE))
 from heldout import Decision, load  # noqa: E402
 from heldout_fit import FITS, GATE, MODEL, SHIPPED_FIT, Fit, gate_cell, record  # noqa: E402
 
-from jev_shared.calibration import EXAMPLES_STRENGTH, GLOBAL, Calibrator, Record, examples_calibrator, metrics  # noqa: E402,E501
+from jev_shared.calibration import (  # noqa: E402
+    EXAMPLES_STRENGTH,
+    GLOBAL,
+    Calibrator,
+    Context,
+    Record,
+    examples_calibrator,
+    metrics,
+)
 from jev_shared.calibration_fit import fit_temperature_toward  # noqa: E402
 from jev_shared.models import debias_strength  # noqa: E402
 from jev_shared.priors import powered  # noqa: E402
@@ -34,9 +42,11 @@ from jev_shared.readout import divide_prior  # noqa: E402
 STRENGTHS = (2.0, 5.0, 10.0, 20.0)
 
 
-def labelled(rows: dict, prior: list[float], keys: list[str], qkey: str) -> list[Record]:
-    """The examples' answers as the engine gives them (divided by the prior they make), with their truth."""
-    return [Record(dict(zip(keys, divide_prior(row, prior))), lab, qkey) for row, lab in zip(rows["rows"], rows["labels"])]
+def labelled(rows: dict, prior: list[float], keys: list[str], qkey: str, context: Context | None = None) -> list[Record]:
+    """The examples' answers as the engine gives them (divided by the prior they make), with their truth
+    (and the question's context, which a feature map reads)."""
+    return [Record(dict(zip(keys, divide_prior(row, prior))), lab, qkey, context)
+            for row, lab in zip(rows["rows"], rows["labels"])]
 
 
 def own_examples(decisions: Sequence[Decision], heldout_rows: dict, fit: Fit,
@@ -53,7 +63,8 @@ def own_examples(decisions: Sequence[Decision], heldout_rows: dict, fit: Fit,
         qkey = record(items[0]).question_id
         prior = powered(items[0].prior, debias_strength(MODEL, items[0].kind, True))
         own = examples_calibrator(base, qkey, list(items[0].answered),
-                                  [(divide_prior(r, prior), lab) for r, lab in zip(rows["rows"], rows["labels"])], strength)
+                                  [(divide_prior(r, prior), lab) for r, lab in zip(rows["rows"], rows["labels"])], strength,
+                                  context=record(items[0]).context)
         out[(name, int(shots))] = own.calibrate([Record(r.probabilities, r.label, GLOBAL)
                                                  for r in base.calibrate([record(d) for d in items])])
     return out
@@ -73,7 +84,7 @@ def evaluate(decisions: Sequence[Decision], heldout_rows: dict, fit: Fit) -> str
         qkey = record(items[0]).question_id
         keys = list(items[0].answered)
         shipped = base.calibrate([record(d) for d in items])
-        own = base.calibrate(labelled(rows, items[0].prior, keys, qkey))
+        own = base.calibrate(labelled(rows, items[0].prior, keys, qkey, record(items[0]).context))
         cells = [name, str(len(items)), str(len(own)), f"{metrics(shipped).ece:.3f}, {gate_cell(shipped)}"]
         pooled["shipped"] += shipped
         for s in STRENGTHS:

@@ -18,7 +18,9 @@ scaling for yes/no). That can change answers, so judge it on held-out records.
     cal.save("calibration.json"); cal = Calibrator.load("calibration.json")
 
 The records and the fits are in :mod:`calibration_fit`; this module measures (ECE, Brier,
-selective accuracy) and holds the :class:`Calibrator`.
+selective accuracy) and holds the :class:`Calibrator`. A calibrator may also hold a map whose
+numbers depend on what the engine knows about each answer (:mod:`calibration_map`: the shipped
+calibration for the embedded model is a temperature that depends on the answer's spread).
 """
 
 from __future__ import annotations
@@ -44,11 +46,16 @@ from .calibration_fit import (
     rescale_top,
     temper,
 )
+from .calibration_map import Context, FeatureMap
 from .models import canonical
 
 THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 GLOBAL = "*"
+#: /2 adds ``maps`` (calibration_map.FeatureMap per key); a file without maps is still written as /1,
+#: and both are read.
 FORMAT = "jev-calibration/1"
+FORMAT_MAPS = "jev-calibration/2"
+FORMATS = (FORMAT, FORMAT_MAPS)
 
 
 @dataclass
@@ -159,17 +166,21 @@ class Report:
 
 class Calibrator:
     """Temperatures (one per question id, and a global fallback), optional per-option offsets,
-    and the gate thresholds they earn."""
+    top-label scaling and feature maps, and the gate thresholds they earn."""
 
     def __init__(self, temperatures: Mapping[str, float] | None = None, thresholds: Mapping[str, float | None] | None = None,
                  *, biases: Mapping[str, Mapping[str, float]] | None = None,
                  tops: Mapping[str, Sequence[float]] | None = None, target: float = 0.9,
-                 confidence: ConfidenceKind = "peak", fit_report: Report | None = None) -> None:
+                 confidence: ConfidenceKind = "peak", fit_report: Report | None = None,
+                 maps: Mapping[str, FeatureMap] | None = None) -> None:
         self.temperatures: dict[str, float] = dict(temperatures or {GLOBAL: 1.0})
         self.temperatures.setdefault(GLOBAL, 1.0)
         self.biases: dict[str, dict[str, float]] = {q: dict(b) for q, b in (biases or {}).items()}
         #: Top-label scaling after the temperature, (slope, shift) per question id (:func:`rescale_top`).
         self.tops: dict[str, tuple[float, float]] = {q: (float(t[0]), float(t[1])) for q, t in (tops or {}).items()}
+        #: After the temperature and top-label scaling: a map whose numbers depend on the answer's
+        #: features (calibration_map), per key; GLOBAL's for every key without its own.
+        self.maps: dict[str, FeatureMap] = dict(maps or {})
         self.thresholds: dict[str, float | None] = dict(thresholds or {})
         self.target = target
         self.confidence: ConfidenceKind = confidence
@@ -222,17 +233,22 @@ class Calibrator:
         """The recommended gate on the calibrated top probability (None: no threshold reaches the target)."""
         return self.thresholds.get(question_id or GLOBAL, self.thresholds.get(GLOBAL))
 
-    def _temper(self, probabilities: Mapping[str, float], question_id: str | None) -> dict[str, float]:
+    def _temper(self, probabilities: Mapping[str, float], question_id: str | None,
+                context: Context | None = None) -> dict[str, float]:
         keys = list(probabilities)
         probs = temper(list(probabilities.values()), self.temperature(question_id), self.offsets(question_id, keys))
         top = self.tops.get(question_id if question_id in self.temperatures else GLOBAL)  # with the T in use
         if top is not None:
             probs = rescale_top(probs, *top)
+        fmap = self.maps.get(question_id or GLOBAL, self.maps.get(GLOBAL))
+        if fmap is not None:
+            probs = fmap(probs, context)
         return dict(zip(keys, probs))
 
     def calibrate(self, records: Iterable[Record]) -> list[Record]:
-        """The records with their probabilities calibrated for their question."""
-        return [Record(self._temper(r.probabilities, r.question_id), r.label, r.question_id) for r in records]
+        """The records with their probabilities calibrated for their question (and context)."""
+        return [Record(self._temper(r.probabilities, r.question_id, r.context), r.label, r.question_id, r.context)
+                for r in records]
 
     def evaluate(self, records: Iterable[Record], *, thresholds: Sequence[float] = THRESHOLDS,
                  min_count: int = 5) -> Report:
@@ -267,14 +283,17 @@ class Calibrator:
                 return key
         return GLOBAL
 
-    def apply(self, obj: SystemOneResponse | Answer, question_id: str | None = None) -> Any:
-        """A recalibrated copy: a response (each answer by its question id, else its kind) or one answer."""
+    def apply(self, obj: SystemOneResponse | Answer, question_id: str | None = None,
+              context: Context | None = None) -> Any:
+        """A recalibrated copy: a response (each answer by its question id, else its kind) or one answer
+        (``context``: what the engine knew about it, for a feature map; the client passes it)."""
         if isinstance(obj, SystemOneResponse):
-            answers = {qid: self.apply(a, self.key_for(qid, a.type)) for qid, a in obj.answers.items()}
+            answers = {qid: self.apply(a, self.key_for(qid, a.type), Context(kind=a.type))
+                       for qid, a in obj.answers.items()}
             return obj.model_copy(update={"answers": answers})
         if isinstance(obj, NoulAnswer):
-            return obj.model_copy(update={"noul": self._temper(_probabilities(obj), question_id)["true"]})
-        probabilities = self._temper(obj.probabilities, question_id)
+            return obj.model_copy(update={"noul": self._temper(_probabilities(obj), question_id, context)["true"]})
+        probabilities = self._temper(obj.probabilities, question_id, context)
         keys, probs = list(probabilities), list(probabilities.values())
         update: dict[str, Any] = {"probabilities": probabilities,
                                   "confidence": confidence(probs, self.confidence)}
@@ -284,32 +303,35 @@ class Calibrator:
             update["score"] = sum(i * p for i, p in enumerate(probs))
         return obj.model_copy(update=update)
 
-    def gate(self, answer: Answer, question_id: str | None = None) -> bool:
+    def gate(self, answer: Answer, question_id: str | None = None, context: Context | None = None) -> bool:
         """True when the *calibrated* answer's top probability reaches the recommended threshold."""
         question_id = self.key_for(question_id, answer.type)
         t = self.threshold(question_id)
         if t is None:
             return False
-        return top_probability(self.apply(answer, question_id)) >= t
+        return top_probability(self.apply(answer, question_id, context or Context(kind=answer.type))) >= t
 
     # -- persistence ------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"format": FORMAT, "temperatures": self.temperatures, "biases": self.biases,
-                             "tops": {q: list(t) for q, t in self.tops.items()},
+        d: dict[str, Any] = {"format": FORMAT_MAPS if self.maps else FORMAT, "temperatures": self.temperatures,
+                             "biases": self.biases, "tops": {q: list(t) for q, t in self.tops.items()},
                              "thresholds": self.thresholds, "target": self.target, "confidence": self.confidence}
+        if self.maps:
+            d["maps"] = {q: m.to_dict() for q, m in self.maps.items()}
         if self._report is not None:
             d["report"] = asdict(self._report)
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Calibrator:
-        if d.get("format") != FORMAT:
-            raise ValueError(f"not a calibration file (format {d.get('format')!r}, expected {FORMAT!r})")
+        if d.get("format") not in FORMATS:
+            raise ValueError(f"not a calibration file (format {d.get('format')!r}, expected one of {FORMATS})")
         report = _report_from(d["report"]) if d.get("report") else None
+        maps = {q: FeatureMap.from_dict(m) for q, m in (d.get("maps") or {}).items()}
         return cls(d["temperatures"], d.get("thresholds"), biases=d.get("biases"), tops=d.get("tops"),
                    target=d.get("target", 0.9),
-                   confidence=d.get("confidence", "peak"), fit_report=report)
+                   confidence=d.get("confidence", "peak"), fit_report=report, maps=maps)
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
@@ -345,7 +367,7 @@ EXAMPLES_STRENGTH = 10.0
 
 def examples_calibrator(cal: Calibrator, key: str, keys: Sequence[str],
                         labelled: Sequence[tuple[Sequence[float], str]],
-                        strength: float = EXAMPLES_STRENGTH) -> Calibrator:
+                        strength: float = EXAMPLES_STRENGTH, context: Context | None = None) -> Calibrator:
     """A question's own calibration, applied after ``cal``: the temperature its examples' answers earn.
 
     Why: the shipped fit was made on other people's questions; a question whose examples show every
@@ -354,7 +376,7 @@ def examples_calibrator(cal: Calibrator, key: str, keys: Sequence[str],
     little: the temperature is shrunk toward 1 (the shipped fit's verdict) as if ``strength`` more
     answers agreed with it.
     """
-    recs = cal.calibrate([Record(dict(zip(keys, probs)), label, key) for probs, label in labelled])
+    recs = cal.calibrate([Record(dict(zip(keys, probs)), label, key, context) for probs, label in labelled])
     t = fit_temperature_toward([Record(r.probabilities, r.label, GLOBAL) for r in recs], 1.0, strength)
     return Calibrator({GLOBAL: t})
 
@@ -391,6 +413,6 @@ def _report_from(d: Mapping[str, Any]) -> Report:
                   {k: _comparison_from(v) for k, v in d["per_question"].items()})
 
 
-__all__ = ["Calibrator", "shipped", "resolve", "examples_calibrator", "EXAMPLES_STRENGTH", "Record", "Metrics", "Selective", "Comparison", "Report", "metrics", "recommend_threshold", "wilson_lower",
+__all__ = ["Calibrator", "Context", "FeatureMap", "shipped", "resolve", "examples_calibrator", "EXAMPLES_STRENGTH", "Record", "Metrics", "Selective", "Comparison", "Report", "metrics", "recommend_threshold", "wilson_lower",
            "records_from", "temper", "fit_temperature", "fit_temperature_bias", "fit_temperature_toward", "fit_top", "rescale_top", "nll",
            "top_probability"]

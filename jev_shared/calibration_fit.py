@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .answers import Answer, NoulAnswer, SystemOneResponse
+from .calibration_map import Context
 
 #: A label the readout left at 0 (outside the top-logprobs window) is read as this small
 #: probability, so its NLL stays finite and a temperature above 1 can give it some mass back.
@@ -26,6 +27,8 @@ class Record:
     probabilities: dict[str, float]
     label: str
     question_id: str = ""
+    #: What the engine knew about the answer (kind, examples, prior): read by a feature map (calibration_map).
+    context: Context | None = None
 
     @classmethod
     def from_answer(cls, answer: Answer, label: str | int | bool, question_id: str = "") -> Record:

@@ -227,18 +227,21 @@ class _ClientCore:
         answers, which = {}, {}
         for p, rec in zip(plan.preps, plan.records):
             key = cal.key_for(p.id, p.kind, bool(p.examples))
-            answers[p.id], which[p.id] = cal.apply(resp.answers[p.id], key), self._calibration_name
+            ctx = calibration_context(p, rec)
+            answers[p.id], which[p.id] = cal.apply(resp.answers[p.id], key, ctx), self._calibration_name
             if rec.labelled and self._calibration_name == "shipped":
-                answers[p.id], which[p.id] = self._own_calibration(cal, key, p, rec).apply(answers[p.id], GLOBAL), "examples"
+                own = self._own_calibration(cal, key, p, rec, ctx)
+                answers[p.id], which[p.id] = own.apply(answers[p.id], GLOBAL), "examples"
         debug = {**(resp.debug or {}), "calibrated": True, "calibration": which}
         return resp.model_copy(update={"answers": answers, "debug": debug})
 
-    def _own_calibration(self, cal: Calibrator, key: str, prep: Prepared, rec: Record) -> Calibrator:
+    def _own_calibration(self, cal: Calibrator, key: str, prep: Prepared, rec: Record,
+                         ctx: calibration.Context) -> Calibrator:
         """The question's own fit on its labelled answers, made once per prompt (they do not change)."""
         labelled = rec.labelled or []
-        ident = (key, prep.keys, tuple(tuple(probs) for probs, _ in labelled), tuple(lab for _, lab in labelled))
+        ident = (key, prep.keys, tuple(tuple(probs) for probs, _ in labelled), tuple(lab for _, lab in labelled), ctx)
         if ident not in self._own_calibrations:
-            own = calibration.examples_calibrator(cal, key, prep.keys, labelled)
+            own = calibration.examples_calibrator(cal, key, prep.keys, labelled, context=ctx)
             own.confidence = cal.confidence
             self._own_calibrations[ident] = own
         return self._own_calibrations[ident]
@@ -365,3 +368,13 @@ def _plain_client(client: Any) -> Any:
         except TypeError:
             return client
     return client
+
+
+def calibration_context(prep: Prepared, rec: Record) -> calibration.Context:
+    """What a feature-dependent calibration map reads besides the answer: the question's kind, its
+    examples, and the prior its answer was divided by (with the floor the division used)."""
+    from .readout import PRIOR_FLOOR, PRIOR_SHARE
+
+    prior = tuple(rec.prior.values()) if rec.prior and len(rec.prior) == len(prep.keys) else None
+    return calibration.Context(kind=prep.kind, examples=len(prep.examples), prior=prior,
+                               prior_floor=max(PRIOR_FLOOR, PRIOR_SHARE / max(len(prep.keys), 1)))

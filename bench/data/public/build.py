@@ -159,7 +159,17 @@ def words(name: str) -> str:
     return re.sub(r"[_\s]+", " ", name).strip()
 
 
-def build(mirror: Path, name: str) -> dict:
+def extra_items(test: Rows, taken: set[str], n: int, name: str) -> Rows:
+    """More scored items, disjoint from the first 60 and from every example, drawn with their own seed.
+
+    Why: on 60 answers a perfectly calibrated model reads ECE 0.05–0.13, so a per-set calibration
+    target cannot be told from noise; more items per set shrink that floor. The first 60 and the
+    examples stay as they were (the saved runs keep meaning what they meant)."""
+    rng = random.Random(f"jev-public-{name}-extra")
+    return stratified([(t, lab) for t, lab in test if t not in taken], n, rng)
+
+
+def build(mirror: Path, name: str, extra: int = 0) -> dict:
     kind, instructions, loader, mapping = SETS[name]
     rng = random.Random(f"jev-public-{name}")
     test, train = loader(mirror)
@@ -174,6 +184,12 @@ def build(mirror: Path, name: str) -> dict:
         more = one_each(train, labels, rng, {t for t, _ in items} | {t for t, _ in examples}) if len(labels) <= 20 else []
     except IndexError:  # an option with a single training row: no second example for that set
         more = []
+    if extra:
+        taken = {t for t, _ in items} | {t for t, _ in examples} | {t for t, _ in more}
+        (HERE / "extra").mkdir(exist_ok=True)
+        with (HERE / "extra" / f"{name}.jsonl").open("w") as f:
+            for i, (text, lab) in enumerate(extra_items(test, taken, extra, name)):
+                f.write(json.dumps({"id": f"{name}-x{i}", "text": text, "label": lab}) + "\n")
     meta: dict = {"name": name, "kind": kind, "instructions": instructions}
     if kind == "choice":
         meta["criteria"] = {lab: words(lab) for lab in labels}
@@ -191,8 +207,9 @@ def build(mirror: Path, name: str) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mirror", type=Path, required=True)
+    ap.add_argument("--extra", type=int, default=0, help="also write extra/NAME.jsonl: this many more scored items")
     args = ap.parse_args()
-    sets = {name: build(args.mirror, name) for name in SETS}
+    sets = {name: build(args.mirror, name, args.extra) for name in SETS}
     (HERE / "sets.json").write_text(json.dumps(sets, indent=1) + "\n")
     for name, meta in sets.items():
         print(name, meta["kind"], len(meta.get("criteria") or [1, 2]), "options")
