@@ -23,20 +23,16 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from heldout import Decision, load  # noqa: E402
-from heldout_fit import FITS, GATE, MODEL, SHIPPED_FIT, Fit, gate_cell, record  # noqa: E402
+from heldout_fit import FITS, GATE, SHIPPED_FIT, Fit, gate_cell, record  # noqa: E402
 
 from jev_shared.calibration import (  # noqa: E402
-    EXAMPLES_STRENGTH,
     GLOBAL,
     Calibrator,
     Context,
     Record,
-    examples_calibrator,
     metrics,
 )
 from jev_shared.calibration_fit import fit_temperature_toward  # noqa: E402
-from jev_shared.models import debias_strength  # noqa: E402
-from jev_shared.priors import powered  # noqa: E402
 from jev_shared.readout import divide_prior  # noqa: E402
 
 STRENGTHS = (2.0, 5.0, 10.0, 20.0)
@@ -47,27 +43,6 @@ def labelled(rows: dict, prior: list[float], keys: list[str], qkey: str, context
     (and the question's context, which a feature map reads)."""
     return [Record(dict(zip(keys, divide_prior(row, prior))), lab, qkey, context)
             for row, lab in zip(rows["rows"], rows["labels"])]
-
-
-def own_examples(decisions: Sequence[Decision], heldout_rows: dict, fit: Fit,
-                 strength: float = EXAMPLES_STRENGTH) -> dict[tuple[str, int], list[Record]]:
-    """Each example setting's items, calibrated left out and then by the question's own examples, as the
-    engine does it (``calibration.examples_calibrator``)."""
-    out = {}
-    for tag, rows in heldout_rows.items():
-        name, shots = tag.split("/")
-        items = [d for d in decisions if d.set == name and d.shots == int(shots) and d.answered]
-        if not items or not rows.get("rows") or not items[0].prior:
-            continue
-        base = fit([record(d) for d in decisions if d.set != name])
-        qkey = record(items[0]).question_id
-        prior = powered(items[0].prior, debias_strength(MODEL, items[0].kind, True))
-        own = examples_calibrator(base, qkey, list(items[0].answered),
-                                  [(divide_prior(r, prior), lab) for r, lab in zip(rows["rows"], rows["labels"])], strength,
-                                  context=record(items[0]).context)
-        out[(name, int(shots))] = own.calibrate([Record(r.probabilities, r.label, GLOBAL)
-                                                 for r in base.calibrate([record(d) for d in items])])
-    return out
 
 
 def evaluate(decisions: Sequence[Decision], heldout_rows: dict, fit: Fit) -> str:

@@ -27,7 +27,16 @@ sys.path.insert(0, str(HERE))
 from heldout import Decision, load  # noqa: E402
 from heldout_maps import CANDIDATES  # noqa: E402
 
-from jev_shared.calibration import GLOBAL, SHIPPED, Calibrator, Context, Record, metrics  # noqa: E402
+from jev_shared.calibration import (  # noqa: E402
+    EXAMPLES_STRENGTH,
+    GLOBAL,
+    SHIPPED,
+    Calibrator,
+    Context,
+    Record,
+    examples_calibrator,
+    metrics,
+)
 from jev_shared.models import debias_strength  # noqa: E402
 from jev_shared.priors import powered  # noqa: E402
 from jev_shared.readout import PRIOR_FLOOR, PRIOR_SHARE, divide_prior  # noqa: E402
@@ -235,12 +244,31 @@ def _cell(recs: Sequence[Record] | None) -> str:
     return f"{metrics(recs).ece:.3f}, {gate_cell(recs)}" if recs else "—"
 
 
+def own_examples(decisions: Sequence[Decision], heldout_rows: dict, fit: Fit,
+                 strength: float = EXAMPLES_STRENGTH) -> dict[tuple[str, int], list[Record]]:
+    """Each example setting's items, calibrated left out and then by the question's own examples, as the
+    engine does it (``calibration.examples_calibrator``)."""
+    out = {}
+    for tag, rows in heldout_rows.items():
+        name, shots = tag.split("/")
+        items = [d for d in decisions if d.set == name and d.shots == int(shots) and d.answered]
+        if not items or not rows.get("rows") or not items[0].prior:
+            continue
+        base = fit([record(d) for d in decisions if d.set != name])
+        qkey = record(items[0]).question_id
+        prior = powered(items[0].prior, debias_strength(MODEL, items[0].kind, True))
+        own = examples_calibrator(base, qkey, list(items[0].answered),
+                                  [(divide_prior(r, prior), lab) for r, lab in zip(rows["rows"], rows["labels"])], strength,
+                                  context=record(items[0]).context)
+        out[(name, int(shots))] = own.calibrate([Record(r.probabilities, r.label, GLOBAL)
+                                                 for r in base.calibrate([record(d) for d in items])])
+    return out
+
+
 def doc_table(decisions: Sequence[Decision], heldout_rows: dict[str, Any]) -> str:
     """docs/quality.md's table: per set and setting, the calibration shipped before issue 23, the one
     temperature shipped until the feature maps, and the one shipped now (both judged left out), then the
     question's own examples on top of it (bench/heldout_examples.py)."""
-    from heldout_examples import own_examples
-
     old = shipped_before([])  # before issue 23: the old defaults (the whole prior, its floor) and calibration
     before: dict[tuple[str, int], list[Record]] = {}
     for d in decisions:

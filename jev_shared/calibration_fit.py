@@ -12,12 +12,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .answers import Answer, NoulAnswer, SystemOneResponse
-from .calibration_map import Context
 
 #: A label the readout left at 0 (outside the top-logprobs window) is read as this small
 #: probability, so its NLL stays finite and a temperature above 1 can give it some mass back.
 FLOOR = 1e-9
 T_MIN, T_MAX = 0.05, 20.0
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the engine knows about an answer besides its probabilities (all known at run time)."""
+
+    kind: str = "choice"
+    examples: int = 0
+    #: The prior the answer was divided by (debias), in the answer's key order; None: not debiased.
+    prior: tuple[float, ...] | None = None
+    #: The floor ``readout.divide_prior`` applied to the prior (so the undivided window is exact).
+    prior_floor: float = 1e-3
 
 
 @dataclass(frozen=True)

@@ -25,25 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-FLOOR = 1e-9
+from .calibration_fit import FLOOR, Context, _logit, rescale_top, temper
+
 FORMS = ("temperature", "top")
-
-
-@dataclass(frozen=True)
-class Context:
-    """What the engine knows about an answer besides its probabilities (all known at run time)."""
-
-    kind: str = "choice"
-    examples: int = 0
-    #: The prior the answer was divided by (debias), in the answer's key order; None: not debiased.
-    prior: tuple[float, ...] | None = None
-    #: The floor ``readout.divide_prior`` applied to the prior (so the undivided window is exact).
-    prior_floor: float = 1e-3
-
-
-def _logit(p: float) -> float:
-    p = min(max(p, FLOOR), 1.0 - FLOOR)
-    return math.log(p / (1.0 - p))
 
 
 def _entropy(probs: Sequence[float]) -> float:
@@ -107,8 +91,6 @@ class FeatureMap:
 
     def __call__(self, probs: Sequence[float], ctx: Context | None = None) -> list[float]:
         """The answer's probabilities, rescaled (never reordered)."""
-        from .calibration_fit import rescale_top, temper
-
         ctx = ctx or Context()
         if len(probs) < 2:
             return list(probs)
