@@ -53,8 +53,8 @@ DEFAULT_RERANK_SCORE_TMPL = "How well does the passage in the state answer this 
 DEFAULT_RERANK_NOUL_TMPL = "The passage in the state answers this question, at least in part. Question: {query_str}"
 #: mode="list": the query is the state, so the template needs no variable (it may still use {query_str}).
 DEFAULT_RERANK_LIST_TMPL = "Which passage answers the question in the state?"
-#: The retrieval order's share of the sort key, chosen on bench/data/rerank_tune.json (bench/rerank_tune.py).
-DEFAULT_RETRIEVAL_WEIGHT = 0.5
+#: The retrieval order's share of the sort key: 0, the model's order (docs/llamaindex.md says why, and what the tuning split found).
+DEFAULT_RETRIEVAL_WEIGHT = 0.0
 Mode = Literal["list", "score", "noul"]
 #: The relevance levels of ``mode="score"``, lowest first (the expected level, scaled to [0, 1], is the relevance).
 DEFAULT_RELEVANCE_LEVELS = (
