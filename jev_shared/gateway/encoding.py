@@ -12,13 +12,21 @@ from __future__ import annotations
 import io
 import zlib
 from collections.abc import Callable
+from types import ModuleType
 
 from .errors import ApiError
 
-try:  # the `serve` extra brings it; Python 3.14's compression.zstd would do as well
-    import zstandard
-except ImportError:  # pragma: no cover - exercised only without the extra
-    zstandard = None  # type: ignore[assignment]
+
+def _zstandard() -> ModuleType | None:
+    """The ``zstandard`` package (the ``serve`` extra brings it), or None without it."""
+    try:
+        import zstandard
+    except ImportError:  # pragma: no cover - exercised only without the extra
+        return None
+    return zstandard
+
+
+zstandard = _zstandard()
 
 #: What ``Content-Encoding`` may name, applied in the order listed (decoded in reverse).
 SUPPORTED = ("gzip", "x-gzip", "deflate", "zstd", "identity")
