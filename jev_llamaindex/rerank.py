@@ -27,6 +27,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from jev_shared import (
     AsyncSystemOneClient,
+    Choice,
     ChoiceAnswer,
     ClientCapabilityError,
     ClientPair,
@@ -195,7 +196,7 @@ class JevRerank(BaseNodePostprocessor):
             return Noul(instructions=instructions)
         return Score(instructions=instructions, criteria=list(self.levels))
 
-    def list_calls(self, nodes: list[NodeWithScore], query_str: str) -> list[tuple[range, Any]]:
+    def list_calls(self, nodes: list[NodeWithScore], query_str: str) -> list[tuple[range, dict[str, Choice]]]:
         """``list``: per batch of nodes, its indices and the one question over them (asked of the query)."""
         instructions = PromptTemplate(self.prompt).format(query_str=query_str)
         return [(b, {QUESTION_ID: list_question(instructions, [_state(nodes[i]) for i in b])})
@@ -249,7 +250,7 @@ class JevRerank(BaseNodePostprocessor):
                                    self.max_concurrency)
         sem = asyncio.Semaphore(self.max_concurrency or self._pair.max_concurrency)
 
-        async def one(questions: Any) -> SystemOneResponse:
+        async def one(questions: dict[str, Choice]) -> SystemOneResponse:
             async with sem:
                 return await self._pair.aask(query_str, questions, labels="letters")
 
