@@ -2,6 +2,7 @@
 
     python bench/rerank.py                      # embedded Qwen2.5-Coder-0.5B, 30 queries x 10 candidates
     python bench/rerank.py --model smollm2 --limit 5     # a quick look
+    python bench/rerank.py --mode list --mode score      # JevRerank's modes to run (default: list)
 
 The set (bench/data/rerank.json, built by bench/rerank_data.py; source and licence in
 bench/data/README.md) holds SQuAD 2.0 questions, each with BM25's ten best paragraphs of five
@@ -9,7 +10,8 @@ Wikipedia articles. Every contender gets the same ten nodes, in BM25 order with 
 keeps five (``top_n=5``). Calls and tokens are read off the wire (one counting HTTP transport under
 both), so they are counted alike; ``computed`` is the prompt tokens the server evaluated, the rest
 being served from its prompt cache. A reranker that raises is scored on the first-stage order for
-that query, and counted under ``failed``.
+that query, and counted under ``failed``. Each JevRerank row also gives, at no extra call, the order
+of the model's relevance alone (``retrieval_weight=0``), read off the same answers.
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int = 5) -> float:
     return dcg / idcg if idcg else 0.0
 
 
-def contenders(srv: Any, meter: Meter, modes: list[str], concurrency: int | None) -> dict[str, Any]:
+def contenders(srv: Any, meter: Meter, modes: list[str], concurrency: int | None,
+               weight: float) -> dict[str, Any]:
     """Each contender: nodes, query -> ranked nodes. Both rerankers talk to the same server through ``meter``."""
     import openai
     from llama_index.core.postprocessor import LLMRerank
@@ -92,14 +95,20 @@ def contenders(srv: Any, meter: Meter, modes: list[str], concurrency: int | None
     llm_rerank = LLMRerank(llm=llm, top_n=TOP_N, choice_batch_size=10)
     client = openai.OpenAI(base_url=srv.base_url, api_key="local", http_client=httpx.Client(transport=meter, timeout=300))
     out: dict[str, Any] = {"none": lambda nodes, query_str: nodes[:TOP_N], "LLMRerank": llm_rerank.postprocess_nodes}
-    for mode in modes:
-        jev = JevRerank.from_defaults(client, model=srv.model, top_n=TOP_N, mode=mode, max_concurrency=concurrency)
-        out[f"JevRerank ({mode})"] = jev.postprocess_nodes
+    for mode in modes:  # every node back (top_n=10: no call changes), so that the model-only order can be read too
+        jev = JevRerank.from_defaults(client, model=srv.model, top_n=10, mode=mode, max_concurrency=concurrency,
+                                      retrieval_weight=weight)
+        out[f"JevRerank ({mode}, w={weight})"] = jev.postprocess_nodes
     return out
 
 
+def model_only(ranked: list[Any]) -> list[Any]:
+    """The same nodes sorted by the model's relevance alone (ties: retrieval order), as ``retrieval_weight=0``."""
+    return sorted(ranked, key=lambda n: (-n.node.metadata.get("jev_relevance", 0.0), n.node.metadata["retrieval_rank"]))
+
+
 def run(model_key: str, limit: int | None, modes: list[str], concurrency: int | None,
-        only: list[str] | None = None) -> dict[str, Any]:
+        only: list[str] | None = None, weight: float = 0.5) -> dict[str, Any]:
     from llama_index.core.schema import NodeWithScore, TextNode
 
     from jev_shared.local import LocalServer
@@ -109,25 +118,27 @@ def run(model_key: str, limit: int | None, modes: list[str], concurrency: int | 
     passages = data["passages"]
     meter = Meter()
     info: dict[str, Any] = {"model": MODELS[model_key], "queries": len(queries), "top_n": TOP_N,
-                            "jev_max_concurrency": concurrency,
+                            "jev_max_concurrency": concurrency, "jev_retrieval_weight": weight,
                             "loadavg_start": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
                             "platform": platform.platform(), "results": {}}
     print(f"{info['model']}: {len(queries)} queries x 10 candidates; load {info['loadavg_start']}", flush=True)
     with LocalServer(MODELS[model_key]) as srv:
-        rankers = contenders(srv, meter, modes, concurrency)
+        rankers = contenders(srv, meter, modes, concurrency, weight)
         rankers = {k: v for k, v in rankers.items() if not only or k.split(" ")[0] in only or k in only}
         warm = [NodeWithScore(node=TextNode(text=passages[p], id_=p), score=s) for p, s in queries[0]["candidates"]]
         for rank in rankers.values():  # first calls pay one-time costs (label checks, the server's warm-up)
             rank(warm[:3], query_str=queries[0]["query"])
-        rows: dict[str, list[dict[str, Any]]] = {name: [] for name in rankers}
+        rows: dict[str, list[dict[str, Any]]] = {}
         for i, q in enumerate(queries):  # contenders take turns on each query, so a change in load hits all alike
             for name, rank in rankers.items():
-                rows[name].append(one_query(rank, meter, q, passages))
-            print(f"  query {i + 1}/{len(queries)}: " + ", ".join(
-                f"{name} {rows[name][-1]['ndcg5']:.2f} in {rows[name][-1]['seconds']:.1f} s" for name in rankers),
+                for row_name, row in one_query(name, rank, meter, q, passages).items():
+                    rows.setdefault(row_name, []).append(row)
+            print(f"  query {i + 1}/{len(queries)} (load {os.getloadavg()[0]:.1f}): " + ", ".join(
+                f"{name} {got[-1]['ndcg5']:.2f} in {got[-1]['seconds']:.1f} s" for name, got in rows.items()),
                 flush=True)
-    print("| reranker | nDCG@5 | hit@1 | tokens / query | calls / query | p50 / query | nodes kept | failed |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| reranker | nDCG@5 | hit@1 | tokens sent / query (output) | prompt tokens computed / query | "
+          "calls / query | p50 / query | load (mean 1-min) | nodes kept | failed |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, got in rows.items():
         info["results"][name] = summary(got)
         print(line(name, info["results"][name]), flush=True)
@@ -135,21 +146,28 @@ def run(model_key: str, limit: int | None, modes: list[str], concurrency: int | 
     return info
 
 
-def one_query(rank: Any, meter: Meter, q: dict[str, Any], passages: dict[str, str]) -> dict[str, Any]:
-    """One contender on one query: its list, scored, with what it cost on the wire."""
+def one_query(name: str, rank: Any, meter: Meter, q: dict[str, Any], passages: dict[str, str]) -> dict[str, Any]:
+    """One contender on one query: its list (and for JevRerank the model-only list), scored, with its cost."""
     from llama_index.core.schema import NodeWithScore, TextNode
 
     nodes = [NodeWithScore(node=TextNode(text=passages[p], id_=p), score=s) for p, s in q["candidates"]]
-    before, t0, failed = meter.snapshot(), time.perf_counter(), ""
+    before, t0, failed, got = meter.snapshot(), time.perf_counter(), "", nodes[:TOP_N]
     try:
-        ranked = [n.node.node_id for n in rank(nodes, query_str=q["query"])]
+        got = rank(nodes, query_str=q["query"])
     except Exception as exc:  # noqa: BLE001 - a contender's failure is a result here
-        failed, ranked = f"{type(exc).__name__}: {exc}"[:200], [n.node.node_id for n in nodes[:TOP_N]]
-    seconds, after = time.perf_counter() - t0, meter.snapshot()
-    return {"ndcg5": ndcg_at(ranked, q["relevant"]), "hit1": bool(ranked) and q["relevant"].get(ranked[0]) == 2,
-            "returned": len(ranked), "seconds": seconds, "calls": after[0] - before[0],
-            "prompt": after[1] - before[1], "completion": after[2] - before[2], "computed": after[3] - before[3],
-            "failed": failed}
+        failed = f"{type(exc).__name__}: {exc}"[:200]
+    seconds, after, load = time.perf_counter() - t0, meter.snapshot(), os.getloadavg()[0]
+    cost = {"seconds": seconds, "calls": after[0] - before[0], "prompt": after[1] - before[1],
+            "completion": after[2] - before[2], "computed": after[3] - before[3], "failed": failed, "load": load}
+    lists = {name: got}
+    if name.startswith("JevRerank") and not failed and "jev_relevance" in got[0].node.metadata:
+        lists[name.split(", w=")[0] + ", w=0, same calls)"] = model_only(got)
+    out = {}
+    for row_name, ranked_nodes in lists.items():
+        ranked = [n.node.node_id for n in ranked_nodes[:TOP_N]]
+        out[row_name] = {"ndcg5": ndcg_at(ranked, q["relevant"]), "returned": len(ranked),
+                         "hit1": bool(ranked) and q["relevant"].get(ranked[0]) == 2, **cost}
+    return out
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -158,13 +176,14 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "tokens": sum(r["prompt"] + r["completion"] for r in rows) / n,
             "output_tokens": sum(r["completion"] for r in rows) / n, "computed": sum(r["computed"] for r in rows) / n,
             "calls": sum(r["calls"] for r in rows) / n, "p50_s": statistics.median(r["seconds"] for r in rows),
+            "load": sum(r["load"] for r in rows) / n,
             "returned": sum(r["returned"] for r in rows) / n,
             "failed": sum(bool(r["failed"]) for r in rows), "errors": sorted({r["failed"] for r in rows if r["failed"]})[:3]}
 
 
 def line(name: str, r: dict[str, Any]) -> str:
-    return (f"| {name} | {r['ndcg5']:.3f} | {r['hit1']:.2f} | {r['tokens']:.0f} ({r['output_tokens']:.0f} out, "
-            f"{r['computed']:.0f} computed) | {r['calls']:.1f} | {r['p50_s']:.2f} s | {r['returned']:.1f} | "
+    return (f"| {name} | {r['ndcg5']:.3f} | {r['hit1']:.2f} | {r['tokens']:.0f} ({r['output_tokens']:.0f}) | "
+            f"{r['computed']:.0f} | {r['calls']:.1f} | {r['p50_s']:.2f} s | {r['load']:.1f} | {r['returned']:.1f} | "
             f"{r['failed']} |")
 
 
@@ -172,14 +191,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(MODELS), default="qwen")
     parser.add_argument("--limit", type=int, default=None, help="the first N queries only")
-    parser.add_argument("--mode", choices=["score", "noul"], action="append", help="JevRerank's question "
-                        "(repeat for both; default: both)")
+    parser.add_argument("--mode", choices=["list", "score", "noul"], action="append", help="JevRerank's mode "
+                        "(repeat for several; default: list)")
+    parser.add_argument("--weight", type=float, default=None, help="JevRerank's retrieval_weight (default: its own)")
     parser.add_argument("--concurrency", type=int, default=2, help="JevRerank's max_concurrency (default 2: "
                         "the server caches the query's prefix once per slot a request lands on)")
     parser.add_argument("--only", action="append", help="run only these contenders (none, LLMRerank, JevRerank)")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
-    info = run(args.model, args.limit, args.mode or ["noul", "score"], args.concurrency, args.only)
+    from jev_llamaindex.rerank import DEFAULT_RETRIEVAL_WEIGHT
+
+    weight = DEFAULT_RETRIEVAL_WEIGHT if args.weight is None else args.weight
+    info = run(args.model, args.limit, args.mode or ["list"], args.concurrency, args.only, weight)
     print(f"load average {info['loadavg_start']} -> {info['loadavg_end']} on {info['cpus']} CPUs")
     if args.out:
         args.out.write_text(json.dumps(info, indent=1) + "\n")

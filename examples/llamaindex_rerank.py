@@ -3,9 +3,10 @@
     python examples/llamaindex_rerank.py      # needs the llamaindex and local extras
 
 The first stage is a plain vector search over a few support articles (a small deterministic
-embedding, so nothing is downloaded); JevRerank then asks, per retrieved node, how well it answers
-the question, reads the answer as a distribution over relevance levels, and keeps the best two.
-Each kept node shows its relevance and the retrieval rank and score it came with. With no
+embedding, so nothing is downloaded); JevRerank then asks which of the retrieved nodes answers the
+question (one choice over them, read as a distribution), blends that with the retrieval order, and
+keeps the best two. Each kept node shows its relevance, its sort key and the retrieval rank and
+score it came with. With no
 OPENAI_API_KEY it runs on the embedded local model; set OPENAI_API_KEY (and optionally
 OPENAI_BASE_URL, JEV_MODEL) to use your provider (and your own embedding model in real use).
 """
@@ -77,7 +78,8 @@ def main() -> None:
             print(f"Q: {question}")
             for n in response.source_nodes:
                 meta = n.node.metadata
-                print(f"   relevance {n.score:.2f} (confidence {meta['jev_confidence']:.2f}; retrieved at rank "
+                print(f"   relevance {meta['jev_relevance']:.2f}, sort key {n.score:.2f} (confidence "
+                      f"{meta['jev_confidence']:.2f}; retrieved at rank "
                       f"{meta['retrieval_rank'] + 1}, similarity {meta['retrieval_score']:.2f}): {n.node.get_content()}")
             print(f"A: {str(response).strip()}\n")
 

@@ -2,7 +2,8 @@
 
 ``RequestId`` (an id on every response) -> ``AccessLog`` (one line and the request metrics) ->
 ``HostCheck`` (without keys, loopback Host names only: no DNS rebinding) -> ``Auth`` (the bearer
-key on ``/v1/*``) -> ``BodyLimit`` (413 before the app parses anything). Plain ASGI rather than
+key on ``/v1/*``) -> ``BodyLimit`` (413 before the app parses anything; a compressed body decoded,
+within the same limit, by :mod:`.encoding`). Plain ASGI rather than
 Starlette's ``BaseHTTPMiddleware``: no task per request per layer. What a layer learns for the
 access line (the key, the model, the error type) goes in ``scope["jev"]``.
 """
@@ -16,6 +17,7 @@ import time
 import uuid
 from typing import Any
 
+from . import encoding
 from .config import GatewayConfig, key_id
 from .errors import ApiError
 from .observe import Metrics, log_access
@@ -161,7 +163,8 @@ class Auth(_Refusing):
 
 
 class BodyLimit(_Refusing):
-    """Read the body up to ``max_body_bytes`` (413 past it, chunked bodies too), then replay it.
+    """Read the body up to ``max_body_bytes`` (413 past it, chunked bodies too), decode its
+    ``Content-Encoding`` (413 where it decodes past the same limit, 415, 400), then replay it.
 
     How long the body may take is the protocol's bound (:mod:`.protocol`); a client that goes away
     mid-body is not answered."""
@@ -185,7 +188,20 @@ class BodyLimit(_Refusing):
             if size > limit:
                 return await self.refuse(scope, send, too_big)
             more = message.get("more_body", False)
-        await self.app(scope, _replay(b"".join(chunks), receive), send)
+        body, coded = b"".join(chunks), header(scope, b"content-encoding")
+        if encoding.encodings(coded):
+            try:
+                body = encoding.decode(body, coded, limit)
+            except ApiError as err:
+                return await self.refuse(scope, send, err)
+            scope = _decoded_scope(scope, len(body))
+        await self.app(scope, _replay(body, receive), send)
+
+
+def _decoded_scope(scope: dict[str, Any], size: int) -> dict[str, Any]:
+    """The request as the app sees it once decoded: no ``content-encoding``, the decoded ``content-length``."""
+    headers = [(k, v) for k, v in scope["headers"] if k not in (b"content-encoding", b"content-length")]
+    return {**scope, "headers": [*headers, (b"content-length", str(size).encode())]}
 
 
 def _replay(body: bytes, receive: Any) -> Any:

@@ -75,10 +75,8 @@ def test_typesafe_sdk_lists_the_gateway_models(report):
     assert MODEL in got["models"]
 
 
-@pytest.mark.xfail(strict=False, reason="typesafe-sdk zstd-compresses bodies of 1 KiB or more where zstd is "
-                   "available (Python 3.14, or its [zstd] extra); the gateway does not decode Content-Encoding: "
-                   "zstd and answers 400 (branch hardening)")
 def test_typesafe_sdk_with_a_zstd_compressed_body(report):
+    """typesafe-sdk zstd-compresses a body of 1 KiB or more (``Content-Encoding: zstd``); the gateway decodes it."""
     got = report["typesafe-sdk (zstd body)"]
     assert "error" not in got, got["error"]
     assert got["body_bytes"] >= 1024 and got["answers"]["genuine"]["noul"] > 0.9

@@ -1,10 +1,11 @@
-"""JevRerank: nodes sorted by a relevance distribution, on the real embedded server (no fakes).
+"""JevRerank: nodes sorted by a relevance distribution, on the real embedded server.
 
-SmolLM2's relevance judgements are near chance, so these tests check the contract, not the order a
-good model would give: sorted by relevance, ``top_n``, the retrieval facts kept, a flag rather than a
-drop, the fallback on a real connection failure, the ReRank events, one shared prefix per query, and
+SmolLM2's relevance judgements are near chance, so the live tests check the contract, not the order a
+good model would give: sorted by the blended key, ``top_n``, the retrieval facts kept, a flag rather
+than a drop, the fallback on a real connection failure, the ReRank events, what each mode sends, and
 the reranker inside LlamaIndex's own query engines (a VectorStoreIndex over a deterministic local
-embedding, and a RouterRetriever).
+embedding, and a RouterRetriever). Where an order must be known, the provider double of conftest
+(the real SDK over an in-process transport) answers a fixed window.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.tools import RetrieverTool
 
 from jev_llamaindex import JevRerank, JevSingleSelector
+from jev_llamaindex.rerank import DEFAULT_RETRIEVAL_WEIGHT
+from jev_llamaindex.rerank_modes import blend
 from jev_shared import ProviderError, SystemOneClient
+from tests.llamaindex.conftest import FakeClient
 
 TEXTS = ["A Ferrari reaches 340 km/h.", "Cats sleep sixteen hours a day.", "The Eiffel tower is in Paris.",
          "Porsche makes fast cars; the 911 tops 300 km/h.", "Bread is made from flour and water."]
@@ -71,7 +75,7 @@ def dead_client() -> SystemOneClient:
                            model="gone", max_retries=0, method="logprobs", api="chat_completions")
 
 
-def check_ranked(out: list[NodeWithScore], top_n: int) -> None:
+def check_ranked(out: list[NodeWithScore], top_n: int, weight: float = DEFAULT_RETRIEVAL_WEIGHT) -> None:
     assert len(out) == top_n
     scores = [n.score for n in out]
     assert scores == sorted(scores, reverse=True) and all(0.0 <= s <= 1.0 for s in scores)
@@ -79,19 +83,68 @@ def check_ranked(out: list[NodeWithScore], top_n: int) -> None:
         meta = n.node.metadata
         original = int(n.node.node_id[1:])
         assert meta["retrieval_rank"] == original and meta["retrieval_score"] == pytest.approx(0.9 - original / 10)
-        assert meta["jev_relevance"] == n.score and 0.0 <= meta["jev_confidence"] <= 1.0
+        assert n.score == pytest.approx(blend(meta["jev_relevance"], original, len(TEXTS), weight))
+        assert 0.0 <= meta["jev_relevance"] <= 1.0 and 0.0 <= meta["jev_confidence"] <= 1.0
         assert meta["source"] == f"doc{original}"  # the node's own metadata stays
         assert "retrieval_score" not in n.node.get_content(metadata_mode="llm")  # ours stays out of the prompt
 
 
 @pytest.mark.live
-@pytest.mark.parametrize("mode", ["score", "noul"])
+@pytest.mark.parametrize("mode", ["list", "score", "noul"])
 def test_sorted_by_relevance_sync_and_async(local_server, mode):
     rerank = JevRerank.from_defaults(local_server.client(), model=local_server.model, top_n=3, mode=mode)
     nodes = retrieved()
     check_ranked(rerank.postprocess_nodes(nodes, query_str=QUERY), 3)
     check_ranked(asyncio.run(rerank.apostprocess_nodes(nodes, query_str=QUERY)), 3)
     assert all("retrieval_score" not in n.node.metadata for n in nodes)  # the docstore's nodes are not touched
+
+
+@pytest.mark.live
+def test_the_retrieval_weight_from_the_models_order_to_the_retrievers(local_server):
+    def ranked(weight: float) -> list[NodeWithScore]:
+        rerank = JevRerank.from_defaults(local_server.client(), model=local_server.model, top_n=5,
+                                         retrieval_weight=weight)
+        return rerank.postprocess_nodes(retrieved(), query_str=QUERY)
+
+    model_only = ranked(0.0)
+    check_ranked(model_only, 5, 0.0)
+    assert all(n.score == n.node.metadata["jev_relevance"] for n in model_only)
+    assert max(n.score for n in model_only) == 1.0  # list mode: the likeliest node of a question reads 1
+    assert [n.node.node_id for n in ranked(1.0)] == ["n0", "n1", "n2", "n3", "n4"]
+
+
+@pytest.mark.live
+def test_list_mode_sends_one_question_over_the_nodes_per_batch(local_llm, events):
+    """The nodes are the options (in retrieval order, lettered), the query is the state: one call per batch."""
+    JevRerank.from_defaults(llm=local_llm, top_n=5).postprocess_nodes(retrieved(), query_str=QUERY)
+    chats = [e for e in events if isinstance(e, LLMChatStartEvent)]
+    assert len(chats) == 1
+    system, user = str(chats[0].messages[0].content), str(chats[0].messages[-1].content)
+    assert [system.index(t) for t in TEXTS] == sorted(system.index(t) for t in TEXTS)
+    assert "A: passage 1" in system and "E: passage 5" in system and QUERY in user
+    assert not any(t in user for t in TEXTS)
+    events.clear()
+    out = JevRerank.from_defaults(llm=local_llm, top_n=5, list_size=3).postprocess_nodes(retrieved(), query_str=QUERY)
+    chats = [e for e in events if isinstance(e, LLMChatStartEvent)]
+    assert len(chats) == 2 and "C: passage 3" in str(chats[0].messages[0].content)
+    assert TEXTS[3] in str(chats[1].messages[0].content) and "C: passage 3" not in str(chats[1].messages[0].content)
+    check_ranked(out, 5)
+
+
+def test_list_mode_reads_the_window_and_blends_it_with_the_retrieval_order():
+    """A fixed window (passage 4 likeliest, then 1): the model's order at weight 0, moved toward retrieval at 0.5."""
+    client = FakeClient({"D": -0.1, "A": -1.0, "B": -6.0, "C": -6.0, "E": -6.0})
+    engine = SystemOneClient(client, model="double", debias=False)
+    out = JevRerank(engine, top_n=5, retrieval_weight=0.0).postprocess_nodes(retrieved(), query_str=QUERY)
+    assert [n.node.node_id for n in out][:2] == ["n3", "n0"] and out[0].score == 1.0
+    sent = client.calls[-1]
+    assert sent["max_tokens"] == 1 and QUERY in sent["messages"][-1]["content"]
+    assert all(t in sent["messages"][0]["content"] for t in TEXTS)
+    p_a = out[1].node.metadata["jev_relevance"]
+    assert p_a == pytest.approx(math.exp(-1.0) / math.exp(-0.1), rel=0.05)  # scaled so the likeliest reads 1
+    blended = JevRerank(engine, top_n=5, retrieval_weight=0.5).postprocess_nodes(retrieved(), query_str=QUERY)
+    assert [n.node.node_id for n in blended][:2] == ["n0", "n3"]  # first retrieved, and near the top for the model
+    assert blended[0].score == pytest.approx(0.5 * p_a + 0.5)
 
 
 @pytest.mark.live
@@ -143,7 +196,13 @@ def test_misuse_is_refused_before_any_call():
     with pytest.raises(ValueError, match="top_n"):
         JevRerank(client, top_n=0)
     with pytest.raises(ValueError, match="query_str"):
-        JevRerank(client, prompt="Is the passage relevant?")
+        JevRerank(client, mode="score", prompt="Is the passage relevant?")
+    with pytest.raises(ValueError, match="no other variable"):
+        JevRerank(client, prompt="Is it about {topic}?")
+    with pytest.raises(ValueError, match="retrieval_weight"):
+        JevRerank(client, retrieval_weight=1.5)
+    with pytest.raises(ValueError, match="list_size"):
+        JevRerank(client, list_size=27)
     with pytest.raises(ValueError, match="levels"):
         JevRerank(client, levels=["only one"])
     with pytest.raises(ValueError, match="min_confidence"):
