@@ -10,12 +10,13 @@ so calibration and any debias strength can then be refitted and judged with no m
     JEV_NO_CACHE=1 nice -n 10 python bench/heldout.py --raw bench/heldout_runs/qwen-defaults.json
     JEV_NO_CACHE=1 python bench/heldout.py --extra --limit 120 --no-shots clinc150 --raw bench/heldout_runs/qwen-extra-b.json
     python bench/heldout.py --sets trec,sst2 --shots 0 --limit 20 --raw /tmp/h.json
-    python bench/heldout_fit.py bench/heldout_runs/qwen-defaults.json            # the tables (docs/quality.md)
+    python bench/heldout_fit.py bench/heldout_runs/qwen-defaults.json.gz            # the tables (docs/quality.md)
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -199,7 +200,12 @@ def _rounded(obj: Any) -> Any:
 
 
 def load(paths: Sequence[Path]) -> list[Decision]:
-    return [Decision(**d) for p in paths for d in json.loads(p.read_text())["decisions"]]
+    """The decisions of saved runs (``.json``, or ``.json.gz`` as the large ones are committed)."""
+    return [Decision(**d) for p in paths for d in json.loads(read_run(Path(p)))["decisions"]]
+
+
+def read_run(path: Path) -> str:
+    return gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

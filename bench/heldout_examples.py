@@ -7,7 +7,7 @@ then by a temperature fitted on that set's own examples' answers and shrunk towa
 fit's verdict) with ``strength`` pseudo-answers, and judged on the set's scored items, which the
 examples never were.
 
-    python bench/heldout_examples.py bench/heldout_runs/qwen-defaults.json
+    python bench/heldout_examples.py bench/heldout_runs/qwen-defaults.json.gz
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from heldout import Decision, load  # noqa: E402
+from heldout import Decision, load, read_run  # noqa: E402
 from heldout_fit import FITS, GATE, SHIPPED_FIT, Fit, gate_cell, record  # noqa: E402
 
 from jev_shared.calibration import (  # noqa: E402
@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--base", default=SHIPPED_FIT, choices=list(FITS), help="the shipped fit's form")
     args = ap.parse_args(argv)
     decisions = load(args.raw)
-    rows = {k: v for p in args.raw for k, v in json.loads(p.read_text())["meta"].get("heldout_rows", {}).items()}
+    rows = {k: v for p in args.raw for k, v in json.loads(read_run(p))["meta"].get("heldout_rows", {}).items()}
     print(evaluate([d for d in decisions if d.answered], rows, FITS[args.base]))
     return 0
 

@@ -5,10 +5,10 @@ raw window distribution is exact (``raw ∝ answered · max(prior, floor)``), an
 fitted on some sets and judged on another. Leave-one-dataset-out: each set is judged by a fit made on
 the *other* sets only, so no figure comes from a fit that saw its set.
 
-    python bench/heldout_fit.py bench/heldout_runs/qwen-defaults.json              # the tables
-    python bench/heldout_fit.py bench/heldout_runs/qwen-*.json --summary          # every form tried, one line each
-    python bench/heldout_fit.py bench/heldout_runs/qwen-*.json --doc              # docs/quality.md's table
-    python bench/heldout_fit.py bench/heldout_runs/qwen-*.json --write            # ship the fit on every set
+    python bench/heldout_fit.py bench/heldout_runs/qwen-defaults.json.gz              # the tables
+    python bench/heldout_fit.py bench/heldout_runs/qwen-*.json* --summary          # every form tried, one line each
+    python bench/heldout_fit.py bench/heldout_runs/qwen-*.json* --doc              # docs/quality.md's table
+    python bench/heldout_fit.py bench/heldout_runs/qwen-*.json* --write            # ship the fit on every set
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from heldout import Decision, load  # noqa: E402
+from heldout import Decision, load, read_run  # noqa: E402
 from heldout_maps import CANDIDATES  # noqa: E402
 
 from jev_shared.calibration import (  # noqa: E402
@@ -231,7 +231,7 @@ def debias_table(decisions: Sequence[Decision]) -> str:
 
 
 #: The form shipped: best held out (each set judged by a fit that never saw it) on the 3,480 answers of
-#: bench/heldout_runs/qwen-*.json: the lowest worst-set ECE with examples and pooled log loss, within 0.002
+#: bench/heldout_runs/qwen-*.json*: the lowest worst-set ECE with examples and pooled log loss, within 0.002
 #: of the lowest worst-set ECE, the most right at p >= 0.7, and two numbers (docs/quality.md).
 SHIPPED_FIT = "T(entropy)"
 
@@ -322,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summary(decisions, args.summary))
         return 0
     if args.doc:
-        rows = {k: v for p in args.raw for k, v in json.loads(p.read_text())["meta"].get("heldout_rows", {}).items()}
+        rows = {k: v for p in args.raw for k, v in json.loads(read_run(p))["meta"].get("heldout_rows", {}).items()}
         print(doc_table(decisions, rows))
         return 0
     print(table(decisions))

@@ -1,7 +1,7 @@
 """Fit the calibration shipped for the embedded default model, and judge it on answers it never saw.
 
 Superseded by issue 23: the shipped file is now fitted on public sets and judged leave one dataset
-out (``python bench/heldout_fit.py bench/heldout_runs/qwen-*.json --write``). This script, on the
+out (``python bench/heldout_fit.py bench/heldout_runs/qwen-*.json* --write``). This script, on the
 project's own tickets, is kept for that record; pass ``--no-write`` to leave the shipped file alone.
 
     python bench/quality.py --models qwen2.5-coder-0.5b --labels names --shots 0,4 --raw q.json --out /tmp/q.md
