@@ -126,8 +126,13 @@ def _timed_calls(client: Any, states: list[str], questions: dict[str, Any], **kw
     return out
 
 
+#: llama.cpp threads for every row: chosen once from the load at the bench's start, so a row is not
+#: given fewer because the previous row's own process still shows in the load average.
+THREADS = 0
+
+
 def run_child(row: str, memory: Path, items: int = 0, priors: str = "halves", prompts: bool = True) -> dict[str, Any]:
-    env = {**os.environ, "JEV_MEMORY_FILE": str(memory)}
+    env = {**os.environ, "JEV_MEMORY_FILE": str(memory), "JEV_LOCAL_THREADS": str(THREADS)}
     env.pop("JEV_NO_CACHE", None)
     args = [sys.executable, __file__, "--child", row, "--items", str(items), "--priors", priors,
             *([] if prompts else ["--no-prompts"])]
@@ -148,7 +153,11 @@ def main() -> None:
         return
     rows = args.rows.split(",")
     load = os.getloadavg()[0]
-    print(f"load average {load:.2f}, {os.cpu_count()} cores")
+    from jev_shared.local import threads_for_machine
+
+    global THREADS
+    THREADS = int(os.environ.get("JEV_LOCAL_THREADS") or 0) or threads_for_machine()
+    print(f"load average {load:.2f}, {os.cpu_count()} cores, llama.cpp threads {THREADS} in every row")
     with tempfile.TemporaryDirectory() as tmp:
         results: dict[str, Any] = {}
         if "readme" in rows:
