@@ -4,8 +4,8 @@
 
 The first stage is a plain vector search over a few support articles (a small deterministic
 embedding, so nothing is downloaded); JevRerank then asks which of the retrieved nodes answers the
-question (one choice over them, read as a distribution), blends that with the retrieval order, and
-keeps the best two. Each kept node shows its relevance, its sort key and the retrieval rank and
+question (one choice over them, read as a distribution) and keeps the best two (``retrieval_weight``
+would blend in the retrieval order). Each kept node shows its relevance, its sort key and the retrieval rank and
 score it came with. With no
 OPENAI_API_KEY it runs on the embedded local model; set OPENAI_API_KEY (and optionally
 OPENAI_BASE_URL, JEV_MODEL) to use your provider (and your own embedding model in real use).
@@ -13,9 +13,6 @@ OPENAI_BASE_URL, JEV_MODEL) to use your provider (and your own embedding model i
 
 from __future__ import annotations
 
-import hashlib
-import math
-import re
 import sys
 from pathlib import Path
 
@@ -23,10 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _backend import backend  # noqa: E402
 from llama_index.core import Document, VectorStoreIndex  # noqa: E402
-from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
 from llama_index.llms.openai_like import OpenAILike  # noqa: E402
 
 from jev_llamaindex import JevRerank  # noqa: E402
+from jev_llamaindex.hash_embedding import HashEmbedding  # noqa: E402
 
 ARTICLES = [
     "Refunds are issued within 5 working days to the card you paid with.",
@@ -37,28 +34,6 @@ ARTICLES = [
     "A double charge is reversed by your bank within a week; we refund it at once when you write to us.",
 ]
 QUESTIONS = ["How long does a refund take?", "Where can I download an invoice?"]
-
-
-class HashEmbedding(BaseEmbedding):
-    """Hashed bag of words, unit length: deterministic, no model, no network (a stand-in for a real embedder)."""
-
-    dim: int = 64
-
-    def _vector(self, text: str) -> list[float]:
-        v = [0.0] * self.dim
-        for word in re.findall(r"[a-z0-9]+", text.lower()):
-            v[int(hashlib.sha1(word.encode()).hexdigest(), 16) % self.dim] += 1.0
-        norm = math.sqrt(sum(x * x for x in v)) or 1.0
-        return [x / norm for x in v]
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._vector(text)
 
 
 def main() -> None:

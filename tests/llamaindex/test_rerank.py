@@ -11,14 +11,11 @@ embedding, and a RouterRetriever). Where an order must be known, the provider do
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import math
-import re
 import socket
 
 import pytest
 from llama_index.core import Document, VectorStoreIndex
-from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.instrumentation.events.llm import LLMChatStartEvent
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.query_engine import RetrieverQueryEngine
@@ -27,6 +24,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.tools import RetrieverTool
 
 from jev_llamaindex import JevRerank, JevSingleSelector
+from jev_llamaindex.hash_embedding import HashEmbedding
 from jev_llamaindex.rerank import DEFAULT_RETRIEVAL_WEIGHT
 from jev_llamaindex.rerank_modes import blend
 from jev_shared import ProviderError, SystemOneClient
@@ -40,28 +38,6 @@ QUERY = "Which car is the fastest?"
 def retrieved() -> list[NodeWithScore]:
     return [NodeWithScore(node=TextNode(text=t, id_=f"n{i}", metadata={"source": f"doc{i}"}), score=0.9 - i / 10)
             for i, t in enumerate(TEXTS)]
-
-
-class HashEmbedding(BaseEmbedding):
-    """A deterministic bag-of-words embedding (hashed words, unit length): retrieval with no model, no network."""
-
-    dim: int = 64
-
-    def _vector(self, text: str) -> list[float]:
-        v = [0.0] * self.dim
-        for word in re.findall(r"[a-z0-9]+", text.lower()):
-            v[int(hashlib.sha1(word.encode()).hexdigest(), 16) % self.dim] += 1.0
-        norm = math.sqrt(sum(x * x for x in v)) or 1.0
-        return [x / norm for x in v]
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._vector(text)
 
 
 def dead_client() -> SystemOneClient:
