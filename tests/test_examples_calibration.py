@@ -17,6 +17,7 @@ import pytest
 from jev_shared import Choice, Example, Noul, SystemOneClient
 from jev_shared.calibration import Calibrator, Record, examples_calibrator, shipped
 from jev_shared.calibration_fit import fit_temperature, fit_temperature_toward
+from tests.helpers.replies import chat_tokens
 
 MODEL = "qwen2.5-coder-0.5b"  # debias="auto" is on and a calibration is shipped: the defaults under test
 TEAM = Choice(instructions="Which team?", criteria={"billing": "payments", "technical": "bugs"})
@@ -32,12 +33,7 @@ def _reply(request: httpx.Request) -> httpx.Response:
     window = next((w for tag, w in WINDOWS.items() if tag in last), DEFAULT_WINDOW)
     if "spam" in json.dumps(body["messages"][0]):
         window = [("yes", -0.3), ("no", -1.4)]
-    content = [{"token": window[0][0], "logprob": window[0][1],
-                "top_logprobs": [{"token": t, "logprob": lp} for t, lp in window]}]
-    return httpx.Response(200, json={"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                                     "choices": [{"index": 0, "message": {"role": "assistant", "content": window[0][0]},
-                                                  "logprobs": {"content": content}, "finish_reason": "length"}],
-                                     "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
+    return httpx.Response(200, json=chat_tokens(window, usage=(10, 1)))
 
 
 def client(**kw: object) -> SystemOneClient:

@@ -15,6 +15,7 @@ import openai
 
 from jev_shared import Choice, SystemOneClient
 from jev_shared.flows import CONTINUATION_DEPTH
+from tests.helpers.replies import chat_tokens
 
 NAMES = {"declined_card_payment": "declined card payment", "declined_cash_withdrawal": "declined cash withdrawal",
          "declined_transfer": "declined transfer", "card_payment": "card payment"}  # no aliases: they would clash
@@ -27,12 +28,7 @@ def _reply(request: httpx.Request) -> httpx.Response:
     last = body["messages"][-1]
     prefill = last["content"] if last["role"] == "assistant" else None
     window = WINDOWS[prefill]
-    content = [{"token": window[0][0], "logprob": window[0][1],
-                "top_logprobs": [{"token": t, "logprob": lp} for t, lp in window]}]
-    return httpx.Response(200, json={"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                                     "choices": [{"index": 0, "message": {"role": "assistant", "content": window[0][0]},
-                                                  "logprobs": {"content": content}, "finish_reason": "length"}],
-                                     "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
+    return httpx.Response(200, json=chat_tokens(window, usage=(10, 1)))
 
 
 def test_a_prefix_shared_past_its_first_token_is_read_on_until_it_parts() -> None:
