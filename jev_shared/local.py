@@ -127,6 +127,12 @@ def caching_off() -> bool:
     return os.environ.get(NO_CACHE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def memory_file() -> Path:
+    """Where the per-user memory lives (``Memory.user_cache()``): ``$JEV_MEMORY_FILE``, else
+    ``memory.json`` in :func:`cache_dir`."""
+    return Path(os.environ.get("JEV_MEMORY_FILE") or cache_dir() / "memory.json")
+
+
 def cache_dir() -> Path:
     """Where assembled models live: ``$JEV_CACHE_DIR``, ``$XDG_CACHE_HOME/jev`` or ``~/.cache/jev``."""
     if os.environ.get("JEV_CACHE_DIR"):
@@ -226,8 +232,7 @@ def _prompt_folder(setting: bool | str | os.PathLike[str] | None, model: str) ->
         return None
     if setting is not True:
         return Path(setting)
-    memory_file = os.environ.get("JEV_MEMORY_FILE")  # the prompts are kept beside the memory (memory.cache_path)
-    return (Path(memory_file).parent if memory_file else cache_dir()) / "slots" / model
+    return memory_file().parent / "slots" / model  # the prompts are kept beside the memory
 
 
 def free_port() -> int:

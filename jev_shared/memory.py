@@ -28,12 +28,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .local import cache_dir, caching_off
+from .local import caching_off, memory_file
 from .surfaces import CHAT
 
 Key = tuple[str, str]  # (model, surface)
 VERSION = 1
-FILE_NAME = "memory.json"
 
 
 class MemoryFileWarning(UserWarning):
@@ -223,9 +222,8 @@ class Memory:
 
 
 def cache_path() -> Path:
-    """``$JEV_MEMORY_FILE``, else ``memory.json`` in the per-user cache folder the embedded models use
-    (:func:`local.cache_dir`)."""
-    return Path(os.environ.get("JEV_MEMORY_FILE") or cache_dir() / FILE_NAME)
+    """``$JEV_MEMORY_FILE``, else ``memory.json`` in the per-user cache folder the embedded models use."""
+    return memory_file()
 
 
 _USER: dict[Path, Memory] = {}

@@ -54,12 +54,12 @@ def backends(args: argparse.Namespace, stack: ExitStack, command: str = "decide"
             raise SystemExit("jev: --backend-url needs --model NAME")
         key = os.environ.get("JEV_BACKEND_API_KEY") or os.environ.get("OPENAI_API_KEY") or "unused"
         return {m: Backend(args.backend_url, m, key, args.backend_api) for m in args.model}
-    from jev_shared.local import LocalModelError, LocalServer
+    from jev_shared.local import DEFAULT_MODEL, LocalModelError, LocalServer
 
     try:
         keep = False if getattr(args, "no_cache", False) else None  # --no-cache: no kept prompts either
-        model = args.model[0] if args.model else None
-        srv = stack.enter_context(LocalServer(model, prompt_cache=keep) if model else LocalServer(prompt_cache=keep))
+        model = args.model[0] if args.model else DEFAULT_MODEL
+        srv = stack.enter_context(LocalServer(model, prompt_cache=keep))
     except LocalModelError as exc:
         print(f"jev {command}: the embedded model cannot start ({exc}); pass --backend-url URL --model NAME, "
               f"or install it: {INSTALL_HINT}", file=sys.stderr)
