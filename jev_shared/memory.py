@@ -33,6 +33,10 @@ from .surfaces import CHAT
 
 Key = tuple[str, str]  # (model, surface)
 VERSION = 1
+#: Debias priors kept per backend, the least recently used dropped first: a service asked ever new
+#: questions (a reranker's per-query options, a gateway's callers) would otherwise grow the file, and
+#: every save re-reads and re-writes it whole. 1,000 entries are about 0.5 MB.
+MAX_PRIORS = 1000
 
 
 class MemoryFileWarning(UserWarning):
@@ -77,7 +81,7 @@ class _Learned:
                 "refused": sorted([m, s, sorted(names)] for (m, s), names in self.refused.items()),
                 "missing_routes": sorted(self.missing_routes),
                 "no_distribution": sorted(map(list, self.no_distribution)),
-                "priors": dict(sorted(self.priors.items())), "scouted": sorted(self.scouted)}
+                "priors": dict(self.priors), "scouted": sorted(self.scouted)}  # priors: least recent first
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> _Learned:
@@ -87,11 +91,12 @@ class _Learned:
                    refused={_key(e[:2]): {_name(n) for n in e[2]} for e in obj["refused"]},
                    missing_routes={_name(s) for s in obj["missing_routes"]},
                    no_distribution={_key(k) for k in obj["no_distribution"]},
-                   priors={_name(fp): _rows(rows) for fp, rows in obj["priors"].items()},
+                   priors=_bounded({_name(fp): _rows(rows) for fp, rows in obj["priors"].items()}),
                    scouted={_name(m) for m in obj["scouted"]})
 
     def merge(self, other: _Learned) -> None:
-        """Union with ``other`` (what another process saved); this side's priors win a tie."""
+        """Union with ``other`` (what another process saved); this side's priors win a tie and count as
+        the most recently used."""
         self.no_logprobs |= other.no_logprobs
         for key, n in other.strikes.items():
             self.strikes[key] = max(n, self.strikes.get(key, 0))
@@ -99,8 +104,14 @@ class _Learned:
             self.refused.setdefault(key, set()).update(names)
         self.missing_routes |= other.missing_routes
         self.no_distribution |= other.no_distribution
-        self.priors = {**other.priors, **self.priors}
+        theirs_only = {fp: rows for fp, rows in other.priors.items() if fp not in self.priors}
+        self.priors = _bounded(theirs_only | self.priors)  # this process's entries the most recent
         self.scouted |= other.scouted
+
+
+def _bounded(priors: dict[str, list[list[float]]]) -> dict[str, list[list[float]]]:
+    """The :data:`MAX_PRIORS` most recent entries (a dict keeps them least recent first)."""
+    return priors if len(priors) <= MAX_PRIORS else dict(list(priors.items())[-MAX_PRIORS:])
 
 
 def _name(value: Any) -> str:
@@ -383,9 +394,16 @@ class BackendMemory:
     def prior_for(self, key: Sequence[Any]) -> list[list[float]] | None:
         """The rows measured for a prompt (``key`` names model, surface, method, kind and the prompt)."""
         with self._lock:
-            rows = self._m.priors.get(fingerprint(*key))
-            return [list(r) for r in rows] if rows is not None else None
+            rows = self._m.priors.pop(fingerprint(*key), None)
+            if rows is None:
+                return None
+            self._m.priors[fingerprint(*key)] = rows  # now the most recent (saved with the next change)
+            return [list(r) for r in rows]
 
     def store_prior(self, key: Sequence[Any], rows: list[list[float]]) -> None:
         with self._changing() as m:
-            m.priors[fingerprint(*key)] = [list(r) for r in rows]
+            name = fingerprint(*key)
+            m.priors.pop(name, None)
+            m.priors[name] = [list(r) for r in rows]
+            if len(m.priors) > MAX_PRIORS:
+                del m.priors[next(iter(m.priors))]

@@ -20,7 +20,7 @@ import openai
 import pytest
 
 from jev_shared import AsyncSystemOneClient, Choice, Example, Memory, MemoryFileWarning, Noul, SystemOneClient
-from jev_shared.memory import backend_fingerprint
+from jev_shared.memory import backend_fingerprint, fingerprint
 from tests.helpers import Request, aprovider, provider
 from tests.helpers import replies as r
 
@@ -226,3 +226,29 @@ def test_a_memory_travels_as_a_value() -> None:
     for bad in ({"version": 2, "backends": {}}, {"version": 1, "backends": {"b": {}}}, []):
         with pytest.raises(ValueError):
             Memory.from_json(bad)
+
+
+def _kept(memory: Memory) -> list[int]:
+    """Which of the priors ("m", i) a memory holds, least recent first (read without touching them)."""
+    names = {fingerprint("m", i): i for i in range(20)}
+    return [names[fp] for fp in memory.to_json()["backends"]["b"]["priors"]]
+
+
+def test_priors_are_bounded_the_least_recently_used_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service asked ever new questions keeps at most MAX_PRIORS a backend, in the file too; a prior in use stays."""
+    monkeypatch.setattr("jev_shared.memory.MAX_PRIORS", 5)
+    view = Memory().for_backend("b")
+    for i in range(5):
+        view.store_prior(("m", i), [[0.5, 0.5]])
+    assert view.prior_for(("m", 0)) == [[0.5, 0.5]]  # used: now the most recent
+    view.store_prior(("m", 5), [[0.25, 0.75]])
+    view.store_prior(("m", 6), [[0.25, 0.75]])
+    assert _kept(view.memory) == [3, 4, 0, 5, 6] and view.prior_for(("m", 1)) is None
+    path = tmp_path / "memory.json"
+    view.memory.save(path)
+    other = Memory.load(path)  # as another process would: its own new entries count as the most recent
+    assert _kept(other) == [3, 4, 0, 5, 6]
+    for i in (7, 8):
+        other.for_backend("b").store_prior(("m", i), [[0.5, 0.5]])
+    other.save()
+    assert _kept(Memory.load(path)) == [0, 5, 6, 7, 8]  # 5 in the file too, the least recent (3, 4) dropped
