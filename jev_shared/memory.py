@@ -18,7 +18,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .files import file_lock, write_atomic
 from .local import caching_off, memory_file
 from .surfaces import CHAT
 
@@ -194,10 +194,10 @@ class Memory:
         if target is None:
             raise ValueError("Memory.save: no path (pass one, or make the memory with Memory.load(path))")
         target.parent.mkdir(parents=True, exist_ok=True)
-        with _file_lock(target), self._lock:
+        with file_lock(target), self._lock:
             for backend, theirs in _read(target, quiet=True).items():
                 self._backends.setdefault(backend, _Learned()).merge(theirs)
-            _write_atomic(target, json.dumps(self.to_json(), indent=1) + "\n")
+            write_atomic(target, json.dumps(self.to_json(), indent=1) + "\n")
             self._dirty = False
 
     def flush(self) -> bool:
@@ -263,35 +263,6 @@ def _set_aside(path: Path, why: str, quiet: bool) -> dict[str, _Learned]:
         warnings.warn(f"jev: the memory file {path} {why}; starting with an empty memory (it is rewritten on the "
                       "next save)", MemoryFileWarning, stacklevel=3)
     return {}
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock beside ``path`` for the read-merge-write (where the platform has flock)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: the atomic rename alone
-        yield
-        return
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 class BackendMemory:
