@@ -15,7 +15,7 @@ in a millisecond (``/slots/{id}?action=save|restore``). This keeps one file per 
 * prompts with examples are never kept (they are a user's data too), nor prompts past the server's slots.
 
 Files live beside the memory (``<cache>/slots/<model>/``), at most :data:`MAX_FILES` of them, the
-oldest dropped; a file the server cannot restore is removed. Everything here only makes a call
+least recently used dropped; a file the server cannot restore is removed. Everything here only makes a call
 faster: a slot that holds something else is read anew by the server, so no answer depends on it.
 Wraps the transport's ``send`` / ``asend`` (``SystemOneClient`` does so for a client that carries
 one: ``client.jev_slots``, set by ``LocalServer.client()`` unless caching is off).
@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import struct
 import threading
 import urllib.request
@@ -83,8 +84,15 @@ class SlotCache:
     def restore(self, call: Call, slot: int) -> None:
         """Load the call's kept prompt into its slot; a file the server refuses is removed."""
         key = _zero_shot(call)
-        if key is not None and self._action(slot, "restore", key) is None:
+        if key is None:
+            return
+        if self._action(slot, "restore", key) is None:
             self.file(key).unlink(missing_ok=True)  # another llama.cpp's format, a torn write
+            return
+        try:
+            os.utime(self.file(key))  # used now: the oldest-first pruning drops the files not in use
+        except OSError:
+            pass
 
     def keep(self, call: Call) -> None:
         """Send the call's content-free twin to its slot, save the slot, and keep the file only if it

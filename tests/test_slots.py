@@ -7,6 +7,7 @@ to read anew (``timings.prompt_n``) and the tokens a kept file holds.
 from __future__ import annotations
 
 import asyncio
+import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,11 @@ def test_a_new_server_restores_the_prompts_and_reads_only_the_state(tmp_path: Pa
         state = srv.tokenize(" charged twice to my Visa card")
         assert all(any(_holds(f, q) for f in files) for q in question)  # the question is there
         assert not any(_holds(f, state) for f in files)  # the user's state never is
+    for f in files:
+        os.utime(f, (1_000_000_000, 1_000_000_000))  # kept long ago
     with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:  # a new server: as a new process meets it
         warm = _computed(_client(srv).system_one(STATE, QUESTIONS))
+    assert all(f.stat().st_mtime > 1_000_000_000 for f in files)  # restored: used now, so pruned last
     for qid in QUESTIONS:
         assert warm[qid][0] < cold[qid][0] / 3, (qid, cold, warm)  # the prompt came from the file
 
