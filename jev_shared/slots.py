@@ -14,8 +14,9 @@ in a millisecond (``/slots/{id}?action=save|restore``). This keeps one file per 
   twin's own, and a file that holds anything else (another request took the slot first) is deleted;
 * prompts with examples are never kept (they are a user's data too), nor prompts past the server's slots.
 
-Files live beside the memory (``<cache>/slots/<model>/``), at most :data:`MAX_FILES` of them, the
-least recently used dropped; a file the server cannot restore is removed. Everything here only makes a call
+Files live beside the memory (``<cache>/slots/<model>/``), at most :data:`MAX_FILES` of them and
+:data:`MAX_BYTES` in all, the least recently used dropped; a prompt over :data:`MAX_PROMPT_TOKENS`
+(a reranker's passages, a per-call list: read once, never again) is not kept; a file the server cannot restore is removed. Everything here only makes a call
 faster: a slot that holds something else is read anew by the server, so no answer depends on it.
 Wraps the transport's ``send`` / ``asend`` (``SystemOneClient`` does so for a client that carries
 one: ``client.jev_slots``, set by ``LocalServer.client()`` unless caching is off).
@@ -40,6 +41,11 @@ from .prompt import state_block
 
 #: Files kept per model (about 12 KB a token for the 0.5B model: ~1.6 MB a question's prompt).
 MAX_FILES = 32
+#: Bytes the files of a model may take in all.
+MAX_BYTES = 128 * 1024 * 1024
+#: Longer prompts are not kept (about 12 MB for the 0.5B model): they are per-call content far more
+#: often than a question asked again, such as a reranker's ten passages.
+MAX_PROMPT_TOKENS = 1024
 #: The state of the twin whose slot is saved: content-free (one of the debias prior's).
 TWIN_STATE = "N/A"
 
@@ -104,11 +110,13 @@ class SlotCache:
                                             {"role": "user", "content": state_block(TWIN_STATE)}]}
         body = {k: v for k, v in twin.items() if k not in ("extra_body", "timeout")} | twin.get("extra_body", {})
         try:
-            if call.kwargs["messages"][1]["content"] != state_block(TWIN_STATE):  # (the debias prior's is the twin)
-                self._post("/v1/chat/completions", body)
             prompt = self._post("/apply-template", {k: body[k] for k in ("messages", "chat_template_kwargs")
                                                     if k in body})["prompt"]
             ids = self._post("/tokenize", {"content": prompt, "parse_special": True})["tokens"]
+            if len(ids) > MAX_PROMPT_TOKENS:
+                return
+            if call.kwargs["messages"][1]["content"] != state_block(TWIN_STATE):  # (the debias prior's is the twin)
+                self._post("/v1/chat/completions", body)
         except (OSError, ValueError, KeyError, TypeError):
             return
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -134,9 +142,12 @@ class SlotCache:
             return None
 
     def _prune(self) -> None:
-        files = sorted(self.folder.glob("*.bin"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in files[MAX_FILES:]:
-            old.unlink(missing_ok=True)
+        """Drop the least recently used files past :data:`MAX_FILES` or :data:`MAX_BYTES`."""
+        total = 0
+        for rank, (_, size, path) in enumerate(sorted(_stats(self.folder), reverse=True)):
+            total += size
+            if rank >= MAX_FILES or total > MAX_BYTES:
+                path.unlink(missing_ok=True)
 
     def wrap(self, send: Callable[[Call], Reply]) -> Callable[[Call], Reply]:
         """``send`` with this cache around it (sync)."""
@@ -161,6 +172,18 @@ class SlotCache:
                 await asyncio.to_thread(self.keep, call)
             return reply
         return sending
+
+
+def _stats(folder: Path) -> list[tuple[float, int, Path]]:
+    """(mtime, size, path) of each kept file (one another process removed meanwhile left out)."""
+    out = []
+    for path in folder.glob("*.bin"):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        out.append((st.st_mtime, st.st_size, path))
+    return out
 
 
 def _pinned(call: Call, slot: int) -> Call:

@@ -137,3 +137,25 @@ def test_the_async_client_restores_them_too(tmp_path: Path) -> None:
         aclient = AsyncSystemOneClient(srv.async_client(), model=srv.model, debug=True)
         warm = _computed(asyncio.run(aclient.system_one(STATE, QUESTIONS)))
     assert all(warm[q][0] < cold[q][0] / 3 for q in QUESTIONS), (cold, warm)
+
+
+def test_a_prompt_past_the_token_cap_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long prompt (a reranker's passages, read once) is answered but not written: its file would be many MB."""
+    monkeypatch.setattr("jev_shared.slots.MAX_PROMPT_TOKENS", 40)  # the rules alone are longer
+    with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
+        resp = _client(srv).system_one(STATE, QUESTIONS)
+    assert set(resp.answers) == set(QUESTIONS) and list(tmp_path.glob("*.bin")) == []
+
+
+def test_the_least_recently_used_files_go_past_the_count_or_the_bytes(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = SlotCache("http://127.0.0.1:9/v1", tmp_path, n_slots=4)
+    for i in range(5):  # f0 oldest ... f4 newest, 10 bytes each
+        (tmp_path / f"f{i}.bin").write_bytes(b"x" * 10)
+        os.utime(tmp_path / f"f{i}.bin", (1_000_000 + i, 1_000_000 + i))
+    monkeypatch.setattr("jev_shared.slots.MAX_FILES", 4)
+    cache._prune()
+    assert sorted(p.name for p in tmp_path.glob("*.bin")) == ["f1.bin", "f2.bin", "f3.bin", "f4.bin"]
+    monkeypatch.setattr("jev_shared.slots.MAX_BYTES", 25)
+    cache._prune()
+    assert sorted(p.name for p in tmp_path.glob("*.bin")) == ["f3.bin", "f4.bin"]
