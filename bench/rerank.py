@@ -33,6 +33,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from router_meter import buffered  # noqa: E402  (bench/ is on the path of a script run from it)
+
 DATA = ROOT / "bench" / "data" / "rerank.json"
 MODELS = {"qwen": "qwen2.5-coder-0.5b", "smollm2": "smollm2-135m"}
 TOP_N = 5
@@ -53,11 +55,7 @@ class Meter(httpx.BaseTransport):
             return self.calls, self.prompt, self.completion, self.computed
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        resp = self.inner.handle_request(request)
-        try:
-            body = resp.read()
-        finally:
-            resp.close()
+        body, resp = buffered(self.inner, request)
         try:
             data = json.loads(body)
         except ValueError:
@@ -69,8 +67,7 @@ class Meter(httpx.BaseTransport):
             self.prompt += int(usage.get("prompt_tokens") or 0)
             self.completion += int(usage.get("completion_tokens") or 0)
             self.computed += int(timings.get("prompt_n", usage.get("prompt_tokens") or 0))
-        headers = [(k, v) for k, v in resp.headers.items() if k.lower() not in ("content-length", "transfer-encoding")]
-        return httpx.Response(resp.status_code, headers=headers, content=body, request=request)
+        return resp
 
 
 def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int = 5) -> float:

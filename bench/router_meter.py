@@ -1,4 +1,4 @@
-"""compare_routers' meter: every HTTP exchange goes through one counting transport.
+"""The benches' meter: every HTTP exchange goes through one counting transport.
 
 Provider calls and output tokens (``usage.completion_tokens``) are read off the wire, so they are
 counted the same way for every contender, failures included.
@@ -27,26 +27,33 @@ class Meter:
 _COMPLETION = re.compile(rb'"(?:completion_tokens|output_tokens)"\s*:\s*(\d+)')
 
 
+def buffered(inner: httpx.BaseTransport, request: httpx.Request) -> tuple[bytes, httpx.Response]:
+    """Send ``request`` through ``inner`` and read the whole body: (the body, a response that carries it),
+    so a meter can read the usage a reply reports and the SDK still gets its response."""
+    resp = inner.handle_request(request)
+    try:
+        body = resp.read()
+    finally:
+        resp.close()
+    headers = [(k, v) for k, v in resp.headers.items() if k.lower() not in ("content-length", "transfer-encoding")]
+    return body, httpx.Response(resp.status_code, headers=headers, content=body, request=request,
+                                extensions={"http_version": resp.extensions.get("http_version", b"HTTP/1.1")})
+
+
 class MeteredTransport(httpx.BaseTransport):
     def __init__(self, meter: Meter) -> None:
         self.meter = meter
         self.inner = httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        resp = self.inner.handle_request(request)
-        try:
-            body = resp.read()
-        finally:
-            resp.close()
+        body, resp = buffered(self.inner, request)
         self.meter.calls += 1
         path = request.url.path
         self.meter.paths[path] = self.meter.paths.get(path, 0) + 1
         m = _COMPLETION.search(body)
         if m:
             self.meter.output_tokens += int(m.group(1))
-        headers = [(k, v) for k, v in resp.headers.items() if k.lower() not in ("content-length", "transfer-encoding")]
-        return httpx.Response(resp.status_code, headers=headers, content=body, request=request,
-                              extensions={"http_version": resp.extensions.get("http_version", b"HTTP/1.1")})
+        return resp
 
     def close(self) -> None:
         self.inner.close()
