@@ -126,21 +126,38 @@ class _StalledPool(httpx.AsyncBaseTransport):
         raise AssertionError("unreachable")
 
 
-def test_total_timeout_is_wall_clock_when_the_pool_stalls():
-    pool = _StalledPool(unwind_s=5.0)
-    oa = openai.AsyncOpenAI(base_url="http://provider.test/v1", api_key="k", max_retries=0,
-                            http_client=httpx.AsyncClient(transport=pool))
-    client = AsyncSystemOneClient(oa, model="m", api="chat_completions", method="logprobs", max_retries=0)
-    questions = {f"q{i}": Noul(instructions=f"statement {i}") for i in range(8)}
+def _engine(http: httpx.AsyncClient, base_url: str = "http://provider.test/v1") -> AsyncSystemOneClient:
+    """An engine client over ``http``, no retries anywhere (``aclose`` it on the loop that used it)."""
+    oa = openai.AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0, http_client=http)
+    return AsyncSystemOneClient(oa, model="m", api="chat_completions", method="logprobs", max_retries=0)
+
+
+def _statements(n: int) -> dict[str, Noul]:
+    return {f"q{i}": Noul(instructions=f"statement {i}") for i in range(n)}
+
+
+async def _timed_out_calls(client: AsyncSystemOneClient, n_calls: int, n_questions: int, timeout: float) -> list[float]:
+    """How long each of ``n_calls`` concurrent calls took to end in DecisionTimeoutError; the client closed after."""
+    questions = _statements(n_questions)
 
     async def one() -> float:
         started = time.perf_counter()
         with pytest.raises(DecisionTimeoutError):
-            await client.system_one("x", questions, timeout=0.5)
+            await client.system_one("x", questions, timeout=timeout)
         return time.perf_counter() - started
 
+    try:
+        return await asyncio.gather(*(one() for _ in range(n_calls)))
+    finally:
+        await client.client.close()
+
+
+def test_total_timeout_is_wall_clock_when_the_pool_stalls():
+    pool = _StalledPool(unwind_s=5.0)
+    client = _engine(httpx.AsyncClient(transport=pool))
+
     async def main() -> list[float]:
-        return await asyncio.gather(*(one() for _ in range(20)))
+        return await _timed_out_calls(client, 20, 8, 0.5)
 
     took = asyncio.run(main())
     # every call ends near its 0.5 s, not after the 5 s unwind (was 5.5 s); under load not every request is
@@ -164,19 +181,9 @@ def test_total_timeout_is_wall_clock_on_a_starved_real_pool():
 
         server = await asyncio.start_server(hang, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
-        http = httpx.AsyncClient(limits=httpx.Limits(max_connections=2))
-        oa = openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0, http_client=http)
-        client = AsyncSystemOneClient(oa, model="m", api="chat_completions", method="logprobs", max_retries=0)
-        questions = {f"q{i}": Noul(instructions=f"statement {i}") for i in range(8)}
-
-        async def one() -> float:
-            started = time.perf_counter()
-            with pytest.raises(DecisionTimeoutError):
-                await client.system_one("x", questions, timeout=2.0)
-            return time.perf_counter() - started
-
+        client = _engine(httpx.AsyncClient(limits=httpx.Limits(max_connections=2)), f"http://127.0.0.1:{port}/v1")
         try:
-            return await asyncio.gather(*(one() for _ in range(40)))
+            return await _timed_out_calls(client, 40, 8, 2.0)
         finally:
             server.close()
 
@@ -187,15 +194,13 @@ def test_total_timeout_is_wall_clock_on_a_starved_real_pool():
 def test_a_cancelled_caller_cancels_its_questions():
     """``asyncio.wait_for(client.system_one(...), t)`` from the caller's side: no question keeps waiting."""
     pool = _StalledPool(unwind_s=0.0)
-    oa = openai.AsyncOpenAI(base_url="http://provider.test/v1", api_key="k", max_retries=0,
-                            http_client=httpx.AsyncClient(transport=pool))
-    client = AsyncSystemOneClient(oa, model="m", api="chat_completions", method="logprobs", max_retries=0)
-    questions = {f"q{i}": Noul(instructions=f"statement {i}") for i in range(4)}
+    client = _engine(httpx.AsyncClient(transport=pool))
 
     async def main() -> None:
         with pytest.raises(TimeoutError):
-            await asyncio.wait_for(client.system_one("x", questions), 0.3)
+            await asyncio.wait_for(client.system_one("x", _statements(4)), 0.3)
         await asyncio.sleep(0.1)
+        await client.client.close()
 
     asyncio.run(main())
     assert pool.entered == 4 and pool.cancelled == 4
