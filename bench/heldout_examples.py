@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from heldout import Decision, load, read_run  # noqa: E402
-from heldout_fit import FITS, GATE, SHIPPED_FIT, Fit, gate_cell, record  # noqa: E402
+from heldout_fit import FITS, GATE, SHIPPED_FIT, Fit, example_cells, gate_cell, record  # noqa: E402
 
 from jev_shared.calibration import (  # noqa: E402
     GLOBAL,
@@ -50,13 +50,7 @@ def evaluate(decisions: Sequence[Decision], heldout_rows: dict, fit: Fit) -> str
              + " | ".join(f"+ examples, strength {s:g}" for s in STRENGTHS) + " |",
              "|" + "---|" * (4 + len(STRENGTHS))]
     pooled: dict[str, list[Record]] = {"shipped": [], **{str(s): [] for s in STRENGTHS}}
-    for tag, rows in sorted(heldout_rows.items()):
-        name, shots = tag.split("/")
-        items = [d for d in decisions if d.set == name and d.shots == int(shots) and d.answered]
-        if not items or not rows.get("rows") or not items[0].prior:
-            continue
-        base = fit([record(d) for d in decisions if d.set != name])
-        qkey = record(items[0]).question_id
+    for (name, _shots), rows, items, base, qkey in example_cells(decisions, sorted(heldout_rows.items()), fit):
         keys = list(items[0].answered)
         shipped = base.calibrate([record(d) for d in items])
         own = base.calibrate(labelled(rows, items[0].prior, keys, qkey, record(items[0]).context))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -244,18 +244,24 @@ def _cell(recs: Sequence[Record] | None) -> str:
     return f"{metrics(recs).ece:.3f}, {gate_cell(recs)}" if recs else "—"
 
 
+def example_cells(decisions: Sequence[Decision], heldout_rows: Iterable[tuple[str, dict]], fit: Fit
+                  ) -> Iterator[tuple[tuple[str, str], dict, list[Decision], Calibrator, str]]:
+    """Each example setting ("set/shots") that has answered items, examples' rows and a prior: ((set, shots),
+    its rows, its items, the calibration fitted on the other sets, its question key)."""
+    for tag, rows in heldout_rows:
+        name, shots = tag.split("/")
+        items = [d for d in decisions if d.set == name and d.shots == int(shots) and d.answered]
+        if not items or not rows.get("rows") or not items[0].prior:
+            continue
+        yield (name, shots), rows, items, fit([record(d) for d in decisions if d.set != name]), record(items[0]).question_id
+
+
 def own_examples(decisions: Sequence[Decision], heldout_rows: dict, fit: Fit,
                  strength: float = EXAMPLES_STRENGTH) -> dict[tuple[str, int], list[Record]]:
     """Each example setting's items, calibrated left out and then by the question's own examples, as the
     engine does it (``calibration.examples_calibrator``)."""
     out = {}
-    for tag, rows in heldout_rows.items():
-        name, shots = tag.split("/")
-        items = [d for d in decisions if d.set == name and d.shots == int(shots) and d.answered]
-        if not items or not rows.get("rows") or not items[0].prior:
-            continue
-        base = fit([record(d) for d in decisions if d.set != name])
-        qkey = record(items[0]).question_id
+    for (name, shots), rows, items, base, qkey in example_cells(decisions, heldout_rows.items(), fit):
         prior = powered(items[0].prior, debias_strength(MODEL, items[0].kind, True))
         own = examples_calibrator(base, qkey, list(items[0].answered),
                                   [(divide_prior(r, prior), lab) for r, lab in zip(rows["rows"], rows["labels"])], strength,
