@@ -364,11 +364,12 @@ class BackendMemory:
 
     def prior_for(self, key: Sequence[Any]) -> list[list[float]] | None:
         """The rows measured for a prompt (``key`` names model, surface, method, kind and the prompt)."""
+        name = fingerprint(*key)
         with self._lock:
-            rows = self._m.priors.pop(fingerprint(*key), None)
+            rows = self._m.priors.pop(name, None)
             if rows is None:
                 return None
-            self._m.priors[fingerprint(*key)] = rows  # now the most recent (saved with the next change)
+            self._m.priors[name] = rows  # now the most recent (saved with the next change)
             return [list(r) for r in rows]
 
     def store_prior(self, key: Sequence[Any], rows: list[list[float]]) -> None:
