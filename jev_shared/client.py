@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import inspect
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -293,6 +294,20 @@ class SystemOneClient(_ClientCore):
 class AsyncSystemOneClient(_ClientCore):
     """The async twin of :class:`SystemOneClient`, over an async client (``openai.AsyncOpenAI``)."""
 
+    #: Requests in flight at once across all of this client's calls (None: its connection pool's size, at
+    #: most ``transport.MAX_IN_FLIGHT``); the rest wait here, where the call's deadline still ends them.
+    max_in_flight: int | None = None
+
+    def _in_flight(self) -> asyncio.Semaphore:
+        """The client's bound on requests in flight, one per event loop (a semaphore binds to its loop)."""
+        loop = asyncio.get_running_loop()
+        sems: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = self.__dict__.setdefault(
+            "_in_flight_sems", weakref.WeakKeyDictionary())
+        sem = sems.get(loop)
+        if sem is None:
+            sem = sems[loop] = asyncio.Semaphore(self.max_in_flight or transport.in_flight_limit(self.client))
+        return sem
+
     async def system_one(self, state: Any, questions: Mapping[str, Any], *, debug: bool | None = None,
                          **options: Unpack[CallOptions]) -> SystemOneResponse:
         """Answer every question about ``state``; answers keep question order (options as the sync twin's)."""
@@ -301,7 +316,7 @@ class AsyncSystemOneClient(_ClientCore):
         send = partial(transport.asend, self.client, policy=self.retry_policy, budget=plan.budget)
         if self._slots is not None:
             send = self._slots.awrap(send)
-        jobs = [partial(drive.adrive, flow, send, sem) for flow in plan.flows]
+        jobs = [partial(drive.adrive, flow, send, sem, self._in_flight()) for flow in plan.flows]
         try:
             return self._finish(plan, await drive.run_tasks(jobs, scout=plan.scout, budget=plan.budget))
         finally:

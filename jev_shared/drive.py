@@ -10,6 +10,7 @@ order is the one reported.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -37,12 +38,14 @@ def drive(flow: Flow[T], send: Callable[[Call], Reply]) -> T:
         return stop.value
 
 
-async def adrive(flow: Flow[T], asend: Callable[[Call], Awaitable[Reply]], sem: asyncio.Semaphore) -> T:
-    """:func:`drive` for async I/O; ``sem`` bounds the requests in flight."""
+async def adrive(flow: Flow[T], asend: Callable[[Call], Awaitable[Reply]], sem: asyncio.Semaphore,
+                 pool: asyncio.Semaphore | None = None) -> T:
+    """:func:`drive` for async I/O; ``sem`` bounds the call's requests in flight, ``pool`` the client's
+    (all its calls'), so no more wait in the SDK's connection pool than it can send at once."""
     try:
         call = next(flow)
         while True:
-            async with sem:
+            async with sem, pool or contextlib.nullcontext():
                 try:
                     outcome: Reply | ProviderError = await asend(call)
                 except ProviderError as exc:

@@ -189,6 +189,20 @@ def _sdk_timeout(client: Any, budget: Budget) -> dict[str, float]:
     return {"timeout": max(left, 0.001)}
 
 
+#: Requests one client keeps in flight at once, across all its calls, when its connection pool is larger or
+#: unknown: more would wait inside the SDK's pool, where httpcore re-scans every waiter on each change.
+MAX_IN_FLIGHT = 64
+
+
+def in_flight_limit(client: Any) -> int:
+    """How many requests the client's connection pool can carry at once (its httpx ``max_connections``),
+    at most :data:`MAX_IN_FLIGHT`; the engine never queues more on it (issue 36, R1)."""
+    http = getattr(client, "_client", None)  # the openai and anthropic SDKs' httpx client
+    pool = getattr(getattr(http, "_transport", None), "_pool", None)
+    size = getattr(pool, "_max_connections", None)
+    return max(1, min(size, MAX_IN_FLIGHT)) if isinstance(size, int) else MAX_IN_FLIGHT
+
+
 def resolve(client: Any, call: Call) -> Callable[..., Any]:
     """The bound method a call names (``call.path``): chat.completions.create, responses.create, …"""
     if call.path == ("post",):  # a plain POST through the client (the hosted API): its base URL and key apply
