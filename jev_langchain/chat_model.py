@@ -19,7 +19,9 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableBinding
+from langchain_core.runnables import RunnableWithFallbacks
+from langchain_core.runnables.base import RunnableBindingBase
+from langchain_core.runnables.configurable import DynamicRunnable
 
 from jev_shared import AsyncSystemOneClient, SystemOneClient
 
@@ -33,13 +35,31 @@ _FINISH = {"max_tokens": "length", "MAX_TOKENS": "length", "end_turn": "stop", "
            "stop_sequence": "stop"}
 
 
-def chat_model_of(obj: Any) -> BaseChatModel | None:
-    """The chat model behind ``obj`` (itself, or the model of a ``.bind(...)``), else None."""
+def chat_models_of(obj: Any) -> list[BaseChatModel] | None:
+    """The chat models ``obj`` runs: itself, or those inside LangChain's wrappers, else None.
+
+    ``.bind(...)``, ``.with_config(...)`` and ``.with_retry()`` wrap one model (``bound``);
+    ``.configurable_fields(...)`` / ``.configurable_alternatives(...)`` run their ``default``
+    unless a config says otherwise; ``.with_fallbacks([...])`` runs the primary, then each
+    fallback (all must be chat models). The wrapper itself is what gets invoked, so its retries
+    and fallbacks apply to every decision.
+    """
     if isinstance(obj, BaseChatModel):
-        return obj
-    if isinstance(obj, RunnableBinding) and isinstance(obj.bound, BaseChatModel):
-        return obj.bound
+        return [obj]
+    if isinstance(obj, RunnableBindingBase):
+        return chat_models_of(obj.bound)
+    if isinstance(obj, DynamicRunnable):
+        return chat_models_of(obj.default)
+    if isinstance(obj, RunnableWithFallbacks):
+        found = [chat_models_of(r) for r in (obj.runnable, *obj.fallbacks)]
+        return None if any(f is None for f in found) else [m for f in found if f for m in f]
     return None
+
+
+def chat_model_of(obj: Any) -> BaseChatModel | None:
+    """The chat model behind ``obj`` (itself, or the primary model of a wrapper: :func:`chat_models_of`)."""
+    models = chat_models_of(obj)
+    return models[0] if models else None
 
 
 def default_forward(model: BaseChatModel) -> frozenset[str]:
@@ -116,19 +136,24 @@ def completion_dict(message: BaseMessage) -> dict[str, Any]:
 class ChatModelClient:
     """``chat.completions.create(**kwargs)`` over a LangChain chat model, for :class:`SystemOneClient`.
 
-    ``forward`` names the engine fields passed to ``model.invoke`` (default: :func:`default_forward`);
-    the rest are dropped, so a model that cannot take ``logprobs`` is simply asked without them.
+    ``forward`` names the engine fields passed to ``model.invoke`` (default: :func:`default_forward`;
+    for a wrapper with fallbacks, the fields every one of its models takes); the rest are dropped, so a
+    model that cannot take ``logprobs`` is simply asked without them. ``model`` may be a chat model
+    wrapped by ``.bind``, ``.with_retry``, ``.with_fallbacks`` or ``.configurable_fields``.
     """
 
     def __init__(self, model: Any, *, forward: Collection[str] | None = None) -> None:
-        base = chat_model_of(model)
-        if base is None:
-            raise TypeError(f"model: expected a LangChain chat model (BaseChatModel), got {type(model).__name__}")
+        models = chat_models_of(model)
+        if not models:
+            raise TypeError(f"model: expected a LangChain chat model (BaseChatModel, or one wrapped by .bind, "
+                            f".with_retry, .with_fallbacks or .configurable_fields), got {type(model).__name__}")
+        base = models[0]
         if forward is not None and (isinstance(forward, str) or not all(isinstance(f, str) for f in forward)):
             raise TypeError(f"forward: expected a collection of field names, got {forward!r}")
         self.model = model
         self.base = base
-        self.forward = frozenset(forward) if forward is not None else default_forward(base)
+        self.forward = (frozenset(forward) if forward is not None
+                        else frozenset.intersection(*(default_forward(m) for m in models)))
         self.fills_by_body = fills_schema_by_body(base)
         self.chat = SimpleNamespace(completions=SimpleNamespace(create=self.create))
 
@@ -182,5 +207,5 @@ def jev_async_client_from_chat_model(model: Any, *, forward: Collection[str] | N
 
 __all__ = [
     "ChatModelClient", "AsyncChatModelClient", "jev_client_from_chat_model", "jev_async_client_from_chat_model",
-    "chat_model_of", "default_forward", "completion_dict", "fills_schema_by_body", "ENGINE_FIELDS",
+    "chat_model_of", "chat_models_of", "default_forward", "completion_dict", "fills_schema_by_body", "ENGINE_FIELDS",
 ]

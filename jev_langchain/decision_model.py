@@ -31,6 +31,7 @@ from jev_shared import Choice, ClientPair, InvalidQuestionError, LabelReadoutErr
 from ._checks import check_option
 from ._convert import engine_question, lc_answer, lc_usage, refuse_media, to_state
 from ._core import client_pair
+from ._portable import Travels
 
 PROVIDER = "jev"
 EVENT = "jev_decision"
@@ -58,7 +59,7 @@ class _Asked:
         return cls(to_state(state), engine, dict(questions))
 
 
-class JevDecisionModel(BaseDecisionModel):
+class JevDecisionModel(Travels, BaseDecisionModel):
     """A LangChain ``BaseDecisionModel`` over a ``SystemOneClient``, an ``AsyncSystemOneClient`` or a chat model.
 
     Async calls are native with an async client (a chat model serves both). ``on_no_signal``: when
@@ -67,6 +68,7 @@ class JevDecisionModel(BaseDecisionModel):
     or else its first option, with confidence 0 (a model router goes on with the default model); a
     noul or a score raises :class:`jev_shared.LabelReadoutError` (there is no safe default for "is this
     call risky?"). ``"raise"``: every question raises. ``"uniform"``: return the stand-in.
+    ``dumpd``/``dumps`` and pickle work: see :class:`jev_langchain._portable.Travels`.
     """
 
     client: Any
@@ -89,6 +91,11 @@ class JevDecisionModel(BaseDecisionModel):
         fields: dict[str, Any] = {"client": client, "model": pair.model if model is None else model,
                                   "on_no_signal": on_no_signal, "choice_defaults": dict(choice_defaults or {})}
         super().__init__(**fields, **kwargs)  # a dict: the base declares no __init__ fields to a type checker
+        self._pair = pair
+
+    def _build_engine(self) -> None:
+        pair = client_pair(self.client, "JevDecisionModel")
+        assert pair is not None  # it was built from this client once already
         self._pair = pair
 
     @property

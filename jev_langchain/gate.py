@@ -26,6 +26,7 @@ from ._checks import (
     check_threshold,
 )
 from ._core import ON_ERROR, Decider, Engine, child_config, signal_or_raise
+from ._portable import Travels, examples_json
 from .errors import GateBlocked
 
 QUESTION_ID = "gate"
@@ -43,7 +44,7 @@ class GateDecision(BaseModel):
     error: str | None = None
 
 
-class JevGate(Decider, RunnableSerializable[Any, Any]):
+class JevGate(Decider, Travels, RunnableSerializable[Any, Any]):
     """Pass the input through unchanged when P(``instructions`` is true) >= ``threshold``.
 
     >>> gate = JevGate(client, "The message is a genuine customer question, not spam or abuse.")
@@ -51,7 +52,8 @@ class JevGate(Decider, RunnableSerializable[Any, Any]):
 
     ``on_block``: ``"raise"`` (:class:`GateBlocked`) or a Runnable / callable that gets the input
     instead. ``on_error``: what a failed decision does: ``"block"`` (default), ``"allow"`` or ``"raise"``.
-    ``client`` may be any ``BaseDecisionModel`` too.
+    ``client`` may be any ``BaseDecisionModel`` too. ``dumpd``/``dumps`` and pickle work: see
+    :class:`jev_langchain._portable.Travels`.
     """
 
     client: Any
@@ -82,6 +84,13 @@ class JevGate(Decider, RunnableSerializable[Any, Any]):
                          threshold=threshold, state=check_state(state), on_block=_fallback(on_block),
                          on_error=on_error, examples=question.examples, **kwargs)
         self._engine = engine
+
+    def _build_engine(self) -> None:
+        self._engine = Engine(self.client, "JevGate")
+
+    @property
+    def lc_attributes(self) -> dict[str, Any]:
+        return examples_json(self.examples)
 
     @property
     def question(self) -> Noul:

@@ -31,6 +31,7 @@ from ._checks import (
     check_threshold,
 )
 from ._core import ON_ERROR, Decider, Engine, safe_reason, signal_or_raise
+from ._portable import portable_client
 from .errors import ToolCallBlocked
 from .review import ask_human, review_answer, reviewer_message
 
@@ -73,6 +74,11 @@ class ToolCallGuard(Decider):
     ``{reason}``) or ``"raise"`` (:class:`ToolCallBlocked`). ``on_error``: a failed decision
     ``"block"``s (default), ``"allow"``s or ``"raise"``s. The last ``n_messages`` turns of the
     conversation, when known, are shown to the model. ``client`` may be any ``BaseDecisionModel`` too.
+
+    It pickles (the engine is left out and rebuilt from ``client``: :mod:`jev_langchain._portable`).
+    It is no LangChain ``Serializable``: like the tools it guards (LangChain does not serialise
+    tools), it is not a Runnable, so ``dumpd`` of it, of a guarded tool or of the middleware gives
+    ``not_implemented``; rebuild it in code.
     """
 
     event: ClassVar[str] = "jev_guard"
@@ -95,8 +101,17 @@ class ToolCallGuard(Decider):
         self.n_messages = check_n_messages(n_messages)
         self.question = Noul(instructions=instructions, criteria=check_noul_criteria(criteria),
                              examples=check_noul_examples(examples))
+        self.client = client
         self._engine = Engine(client, "ToolCallGuard")
         self._reviewed: OrderedDict[str, GuardDecision] = OrderedDict()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in vars(self).items() if k != "_engine"}
+        return {**state, "client": portable_client(self.client, "ToolCallGuard")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update(state)
+        self._engine = Engine(self.client, "ToolCallGuard")
 
     # -- deciding -------------------------------------------------------------------------------
 

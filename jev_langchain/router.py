@@ -20,6 +20,7 @@ from jev_shared import Choice, ChoiceAnswer, Example, SystemOneResponse
 
 from ._checks import check_examples, check_state, check_text, check_threshold
 from ._core import Decider, Engine, child_config
+from ._portable import Travels, examples_json
 from ._routes import Route, parse_routes, union
 from .errors import RouteConfidenceError
 from .review import ask_human
@@ -29,7 +30,11 @@ QUESTION_ID = "route"
 
 
 class RouteDecision(BaseModel):
-    """Which route runs, and why: the model's distribution over the routes."""
+    """Which route runs, and why: the model's distribution over the routes.
+
+    It compares equal to, hashes as and formats (``f"{d}"``) as its ``route``, so a classifier
+    router's output is a LangGraph edge's destination: ``add_conditional_edges(node, router, [...])``.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -47,6 +52,17 @@ class RouteDecision(BaseModel):
     #: True when confidence fell in the "ask a human" band and a person picked the route.
     reviewed: bool = False
 
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return self.route == other
+        return super().__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(self.route)
+
+    def __format__(self, format_spec: str) -> str:
+        return format(self.route, format_spec)
+
     def as_metadata(self) -> dict[str, Any]:
         """Flat run metadata for the branch (and everything under it), easy to filter on in a trace."""
         return {"jev_route": self.route, "jev_choice": self.choice, "jev_confidence": self.confidence,
@@ -54,7 +70,7 @@ class RouteDecision(BaseModel):
                 "jev_latency_ms": self.latency_ms, "jev_defaulted": self.defaulted, "jev_reviewed": self.reviewed}
 
 
-class JevRouter(Decider, RunnableSerializable[Any, Any]):
+class JevRouter(Decider, Travels, RunnableSerializable[Any, Any]):
     """Decide which route handles the input, then invoke that route's branch with the input unchanged.
 
     >>> router = JevRouter(client, routes={"billing": ("Invoices, refunds and payments", billing_chain),
@@ -68,7 +84,9 @@ class JevRouter(Decider, RunnableSerializable[Any, Any]):
     or chat turns as given). Below ``min_confidence`` the ``default`` route runs; without one,
     :class:`RouteConfidenceError`. Between ``min_confidence`` and ``ask_human_below`` a person picks
     (LangGraph's ``interrupt``; resume with a route name). A route without a branch makes the router a
-    classifier: its output is the :class:`RouteDecision`, and :meth:`as_edge` is its LangGraph edge.
+    classifier: its output is the :class:`RouteDecision` (equal to its route name, so the router itself
+    is a LangGraph edge), and :meth:`as_edge` is an edge that returns the name alone.
+    ``dumpd``/``dumps`` and pickle work: see :class:`jev_langchain._portable.Travels`.
     """
 
     client: Any
@@ -103,6 +121,16 @@ class JevRouter(Decider, RunnableSerializable[Any, Any]):
                          state=check_state(state), default=default, min_confidence=min_confidence,
                          ask_human_below=ask_human_below, examples=checked, **kwargs)
         self._engine = engine
+
+    def _build_engine(self) -> None:
+        self._engine = Engine(self.client, "JevRouter")
+
+    @property
+    def lc_attributes(self) -> dict[str, Any]:
+        """Routes and examples in the form the constructor takes, so a dump loads back."""
+        routes = {n: r.description if r.runnable is None else [r.description, r.runnable]
+                  for n, r in self.routes.items()}
+        return {"routes": routes, **examples_json(self.examples)}
 
     # -- the decision ---------------------------------------------------------------------------
 
