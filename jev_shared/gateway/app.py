@@ -114,6 +114,6 @@ def create_app(config: GatewayConfig) -> Any:
     for router in (decisions, models, ops):
         app.include_router(router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]  # FastAPI's documented way to customise the schema
-    outer = front(SystemOneFastPath(app, gw), config, gw.metrics)
+    outer = front(SystemOneFastPath(app, gw), config, gw.metrics, admit=gw.decoding)
     outer.gateway = gw  # for embedding and tests: its pool, memory, counts
     return outer

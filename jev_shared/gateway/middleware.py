@@ -1,9 +1,10 @@
 """The gateway's front door: small ASGI middlewares, one job each, outermost first.
 
 ``RequestId`` (an id on every response) -> ``AccessLog`` (one line and the request metrics) ->
-``HostCheck`` (without keys, loopback Host names only: no DNS rebinding) -> ``Auth`` (the bearer
-key on ``/v1/*``) -> ``BodyLimit`` (413 before the app parses anything; a compressed body decoded,
-within the same limit, by :mod:`.encoding`). Plain ASGI rather than
+``HostCheck`` (one Host header, RFC 9112; without keys, loopback Host names only: no DNS rebinding)
+-> ``Auth`` (the bearer key on ``/v1/*``) -> ``BodyLimit`` (413 before the app parses anything; a
+compressed body decoded, within the same limit and once the gateway's in-flight and per-key limits
+admit it, by :mod:`.encoding` on a worker thread). Plain ASGI rather than
 Starlette's ``BaseHTTPMiddleware``: no task per request per layer. What a layer learns for the
 access line (the key, the model, the error type) goes in ``scope["jev"]``.
 """
@@ -15,7 +16,11 @@ import json
 import re
 import time
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
+
+import anyio
 
 from . import encoding
 from .config import GatewayConfig, key_id
@@ -27,6 +32,11 @@ _BEARER = re.compile(r"^\s*bearer\s+(\S+)\s*$", re.IGNORECASE)
 #: Paths counted under their own label; anything else is "other" (bounded metric cardinality).
 KNOWN_PATHS = frozenset({"/v1/systemone", "/v1/models", "/healthz", "/metrics", "/docs", "/openapi.json"})
 ASGIApp = Any
+#: Compressed bodies decoded at once (worker threads); more wait their turn, off the event loop.
+DECODE_THREADS = 2
+#: What admits a compressed body before it is decoded: given the key presented, a context held while
+#: decoding, or an ApiError (429) raised (``Gateway.decoding``).
+Admit = Callable[[str | None], AbstractContextManager[Any]]
 
 
 def header(scope: dict[str, Any], name: bytes) -> str | None:
@@ -132,7 +142,13 @@ class HostCheck(_Refusing):
     rebinds its name to 127.0.0.1 sends its own name, and is refused before anything runs."""
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or self.config.host_allowed(header(scope, b"host")):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        if sum(1 for k, _ in scope.get("headers", ()) if k == b"host") > 1:
+            return await self.refuse(scope, send, ApiError(
+                400, "bad_request", "the request has more than one Host header (RFC 9112 section 3.2)",
+                headers={"connection": "close"}))
+        if self.config.host_allowed(header(scope, b"host")):
             return await self.app(scope, receive, send)
         await self.refuse(scope, send, ApiError(
             403, "host_not_allowed", "without API keys the gateway answers only a loopback Host "
@@ -166,8 +182,15 @@ class BodyLimit(_Refusing):
     """Read the body up to ``max_body_bytes`` (413 past it, chunked bodies too), decode its
     ``Content-Encoding`` (413 where it decodes past the same limit, 415, 400), then replay it.
 
-    How long the body may take is the protocol's bound (:mod:`.protocol`); a client that goes away
-    mid-body is not answered."""
+    The codings are checked from the header before the body is read; a compressed body is decoded only
+    once ``admit`` lets it in (the in-flight and per-key limits: 429), holding a request slot meanwhile,
+    on at most :data:`DECODE_THREADS` worker threads, never on the event loop. How long the body may
+    take is the protocol's bound (:mod:`.protocol`); a client that goes away mid-body is not answered."""
+
+    def __init__(self, app: ASGIApp, config: GatewayConfig, admit: Admit | None = None) -> None:
+        super().__init__(app, config)
+        self.admit: Admit = admit or (lambda key: nullcontext())
+        self.limiter: anyio.CapacityLimiter | None = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
@@ -175,9 +198,13 @@ class BodyLimit(_Refusing):
         limit = self.config.max_body_bytes
         too_big = ApiError(413, "payload_too_large", f"the request body is over the limit of {limit} bytes "
                                                      "(--max-body-bytes)", headers={"connection": "close"})
-        declared = header(scope, b"content-length")
+        declared, coded = header(scope, b"content-length"), header(scope, b"content-encoding")
         if declared and declared.isdigit() and int(declared) > limit:
             return await self.refuse(scope, send, too_big)
+        try:
+            codings = encoding.check(coded)
+        except ApiError as err:
+            return await self.refuse(scope, send, err)
         chunks, size, more = [], 0, True
         while more:
             message = await receive()
@@ -188,14 +215,21 @@ class BodyLimit(_Refusing):
             if size > limit:
                 return await self.refuse(scope, send, too_big)
             more = message.get("more_body", False)
-        body, coded = b"".join(chunks), header(scope, b"content-encoding")
-        if encoding.encodings(coded):
+        body = b"".join(chunks)
+        if codings:
             try:
-                body = encoding.decode(body, coded, limit)
+                body = await self._decode(scope, body, coded)
             except ApiError as err:
                 return await self.refuse(scope, send, err)
             scope = _decoded_scope(scope, len(body))
         await self.app(scope, _replay(body, receive), send)
+
+    async def _decode(self, scope: dict[str, Any], body: bytes, coded: str | None) -> bytes:
+        if self.limiter is None:  # made on the serving loop
+            self.limiter = anyio.CapacityLimiter(DECODE_THREADS)
+        with self.admit(info(scope).get("key")):
+            return await anyio.to_thread.run_sync(encoding.decode, body, coded, self.config.max_body_bytes,
+                                                  limiter=self.limiter)
 
 
 def _decoded_scope(scope: dict[str, Any], size: int) -> dict[str, Any]:
@@ -216,9 +250,10 @@ def _replay(body: bytes, receive: Any) -> Any:
     return replay
 
 
-def front(app: ASGIApp, config: GatewayConfig, metrics: Metrics) -> ASGIApp:
-    """``app`` behind every layer, in order (the last wrapped is the outermost)."""
-    for layer in (BodyLimit, Auth, HostCheck):
+def front(app: ASGIApp, config: GatewayConfig, metrics: Metrics, admit: Admit | None = None) -> ASGIApp:
+    """``app`` behind every layer, in order (the last wrapped is the outermost); ``admit`` gates decoding."""
+    app = BodyLimit(app, config, admit)
+    for layer in (Auth, HostCheck):
         app = layer(app, config)
     outer = RequestId(AccessLog(app, config, metrics))
     outer.gateway_config = config  # type: ignore[attr-defined]  # BackgroundServer reads its bounds off the app

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from jev_shared import SystemOneResponse, wire_error
@@ -64,6 +66,27 @@ class Gateway:
                            f"{slots}; the limit is {cfg.max_calls_per_key} a key (--max-calls-per-key)",
                            headers={"retry-after": str(cfg.retry_after_s)})
 
+    @contextmanager
+    def _holding(self, who: str, slots: int) -> Iterator[None]:
+        """A request slot and ``slots`` of ``who``'s call slots, held for the block (429 when full)."""
+        self._refuse_if_full(who, slots)
+        self.in_flight += 1
+        self.key_calls[who] += slots
+        self.metrics.in_flight.inc()
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            self.key_calls[who] -= slots
+            if not self.key_calls[who]:
+                del self.key_calls[who]
+            self.metrics.in_flight.dec()
+
+    def decoding(self, presented: str | None) -> Any:
+        """What a compressed body holds while it is decoded (``middleware.BodyLimit``): one request slot and
+        one call slot of its key, so the in-flight and per-key limits (429) apply before any decoding."""
+        return self._holding((presented if self.config.auth_required else None) or ANONYMOUS, 1)
+
     def _check_size(self, req: SystemOneRequest) -> None:
         limit = self.config.max_questions
         if len(req.questions) > limit:
@@ -81,20 +104,9 @@ class Gateway:
         conc = min(opts.max_concurrency, self.config.max_calls_per_key)
         client = self.pool.get(req.model, opts.timeout_seconds)
         timeout = min(total or self.config.default_timeout_s, self.config.max_timeout_s)
-        who, slots = key or ANONYMOUS, min(len(req.questions), conc)
-        self._refuse_if_full(who, slots)
-        self.in_flight += 1
-        self.key_calls[who] += slots
-        self.metrics.in_flight.inc()
-        try:
+        with self._holding(key or ANONYMOUS, min(len(req.questions), conc)):
             resp = await client.system_one(req.state, req.questions, timeout=timeout, layout=opts.layout,
                                            top_logprobs=opts.top_logprobs, max_concurrency=conc)
-        finally:
-            self.in_flight -= 1
-            self.key_calls[who] -= slots
-            if not self.key_calls[who]:
-                del self.key_calls[who]
-            self.metrics.in_flight.dec()
         m = self.metrics
         m.child(m.backend_calls, req.model).inc(resp.usage.n_calls)
         m.child(m.backend_retries, req.model).inc(resp.usage.n_retries)
