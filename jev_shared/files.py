@@ -1,12 +1,68 @@
-"""Files: an atomic write and an exclusive lock, for the caches several processes share (the memory)."""
+"""Files: every file the engine and its commands read, read one bounded way; the caches' atomic write and lock.
+
+:func:`read_bytes` / :func:`read_text` open without blocking (a FIFO never hangs the process), accept
+regular files only (``/dev/zero``, a FIFO, a directory are refused) and read at most ``limit`` bytes
+(default :data:`MAX_READ_BYTES`), raising :class:`FileReadError` (an ``OSError``: one line naming the
+file and why). ``follow_symlinks=False`` refuses a symlink too: the caches' own files never follow one.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+#: The most bytes read from one file: questions, a state, a key file, the memory (issue 36, R6).
+MAX_READ_BYTES = 64 * 1024 * 1024
+#: How long a save waits for another process's lock on the memory file before giving up (a warning).
+LOCK_TIMEOUT_S = 30.0
+
+
+class FileReadError(OSError):
+    """A file that is not read: not a regular file, a symlink where none is followed, or over the limit."""
+
+
+def open_regular(path: str | os.PathLike[str], *, follow_symlinks: bool = True) -> int:
+    """A read-only descriptor on ``path``, a regular file (FileReadError otherwise); never blocks on a FIFO."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+        if Path(path).is_symlink():  # where O_NOFOLLOW is missing (Windows)
+            raise FileReadError(f"{os.fspath(path)}: is a symlink; it is not followed")
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if not follow_symlinks and Path(path).is_symlink():
+            raise FileReadError(f"{os.fspath(path)}: is a symlink; it is not followed") from None
+        raise exc from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise FileReadError(f"{os.fspath(path)}: is {kind}; expected a regular file")
+    return fd
+
+
+def read_bytes(path: str | os.PathLike[str], limit: int = MAX_READ_BYTES, *, follow_symlinks: bool = True) -> bytes:
+    """The whole of a regular file of at most ``limit`` bytes, else :class:`FileReadError`."""
+    fd = open_regular(path, follow_symlinks=follow_symlinks)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise FileReadError(f"{os.fspath(path)}: larger than {limit:,} bytes; not read")
+    return data
+
+
+def read_text(path: str | os.PathLike[str], limit: int = MAX_READ_BYTES, *, follow_symlinks: bool = True) -> str:
+    """:func:`read_bytes` as UTF-8 (a file that is not: FileReadError naming the byte)."""
+    data = read_bytes(path, limit, follow_symlinks=follow_symlinks)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileReadError(f"{os.fspath(path)}: not UTF-8 (byte {exc.start})") from None
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -25,16 +81,14 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 @contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock beside ``path`` (``<name>.lock``) for a read-merge-write, where the platform has flock."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: the atomic rename alone
+def file_lock(path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """An exclusive lock beside ``path`` (``<name>.lock``, ``filelock``'s, on every platform) for a
+    read-merge-write. A lock path that is a symlink is refused (FileReadError), never followed: the
+    cache never creates a file outside its own; another holder past ``timeout_s`` is a TimeoutError."""
+    from filelock import FileLock
+
+    lock = path.with_name(path.name + ".lock")
+    if lock.is_symlink():
+        raise FileReadError(f"{lock}: is a symlink; the cache's lock never follows one")
+    with FileLock(lock, timeout=timeout_s):
         yield
-        return
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)

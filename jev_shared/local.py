@@ -146,11 +146,14 @@ def memory_file() -> Path:
 
 
 def cache_dir() -> Path:
-    """Where assembled models live: ``$JEV_CACHE_DIR``, ``$XDG_CACHE_HOME/jev`` or ``~/.cache/jev``."""
+    """Where assembled models live: ``$JEV_CACHE_DIR``, else the platform's per-user cache folder
+    (``platformdirs``: ``$XDG_CACHE_HOME/jev`` or ``~/.cache/jev`` on Linux, ``~/Library/Caches/jev`` on
+    macOS, ``%LOCALAPPDATA%\\jev\\Cache`` on Windows)."""
     if os.environ.get("JEV_CACHE_DIR"):
         return Path(os.environ["JEV_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "jev"
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("jev", appauthor=False))
 
 
 def _stamp(dest: Path) -> Path:
@@ -359,11 +362,13 @@ class LocalServer:
 
     def mark(self, client: Any) -> Any:
         """llama.cpp's Responses route carries no logprobs: the engine goes to Chat Completions at once
-        (no Responses try, no scout), counts tokens with the server's own tokenizer, and keeps what it
+        (no Responses try, no scout), counts tokens with the server's own tokenizer, reads every
+        label's own first token rather than the top-20 window (:mod:`exact`), and keeps what it
         learns in the per-user cache under a name that outlives this server's port; zero-shot prompts
         are kept as the server's own KV cache, so a new process does not read them again (:mod:`slots`)."""
         client.jev_surfaces = ("chat_completions",)
         client.jev_tokenize = self.tokenize
+        client.jev_exact_readout = True  # llama.cpp reads the labels' own tokens, not a window (exact.py)
         client.jev_backend = self.backend_name
         client.jev_user_cache = True
         if self._slots is not None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .files import file_lock, write_atomic
+from .files import FileReadError, file_lock, read_text, write_atomic
 from .local import caching_off, memory_file
 from .surfaces import CHAT
 
@@ -37,6 +37,8 @@ VERSION = 1
 #: questions (a reranker's per-query options, a gateway's callers) would otherwise grow the file, and
 #: every save re-reads and re-writes it whole. 1,000 entries are about 0.5 MB.
 MAX_PRIORS = 1000
+#: The largest memory file read (a bigger one is a warning and an empty memory): 1,000 priors are ~0.5 MB.
+MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
 class MemoryFileWarning(UserWarning):
@@ -138,6 +140,12 @@ def _rows(rows: Any) -> list[list[float]]:
     return out
 
 
+def _fits(rows: list[list[float]], shape: tuple[int, int]) -> bool:
+    """Rows of the shape a question needs, each of finite probabilities, none negative."""
+    n_rows, width = shape
+    return len(rows) == n_rows and all(len(r) == width and all(math.isfinite(p) and p >= 0 for p in r) for r in rows)
+
+
 class Memory:
     """What the engine learned, per backend; shareable by clients, saved and loaded as a file."""
 
@@ -193,6 +201,8 @@ class Memory:
         target = Path(path) if path is not None else self.path
         if target is None:
             raise ValueError("Memory.save: no path (pass one, or make the memory with Memory.load(path))")
+        if target.exists() and not target.is_file():  # /dev/zero, a FIFO, a folder: never replaced
+            raise FileReadError(f"{target}: is not a regular file; the memory is not saved there")
         target.parent.mkdir(parents=True, exist_ok=True)
         with file_lock(target), self._lock:
             for backend, theirs in _read(target, quiet=True).items():
@@ -243,10 +253,10 @@ _USER_LOCK = threading.Lock()
 
 def _read(path: Path, *, quiet: bool = False) -> dict[str, _Learned]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, MAX_FILE_BYTES)  # a regular file, bounded, never blocking (issue 36, R6)
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         return _set_aside(path, f"cannot be read ({exc})", quiet)
     try:
         obj = json.loads(text)
@@ -362,12 +372,21 @@ class BackendMemory:
 
     # -- debias priors ----------------------------------------------------------------------------
 
-    def prior_for(self, key: Sequence[Any]) -> list[list[float]] | None:
-        """The rows measured for a prompt (``key`` names model, surface, method, kind and the prompt)."""
+    def prior_for(self, key: Sequence[Any], shape: tuple[int, int] | None = None) -> list[list[float]] | None:
+        """The rows measured for a prompt (``key`` names model, surface, method, kind and the prompt).
+
+        ``shape`` (rows, options) is what the question needs: rows of another shape (a file edited or
+        from another version) are a :class:`MemoryFileWarning`, dropped, and measured again (issue 36, R5).
+        """
         name = fingerprint(*key)
         with self._lock:
             rows = self._m.priors.pop(name, None)
             if rows is None:
+                return None
+            if shape is not None and not _fits(rows, shape):
+                warnings.warn(f"jev: a remembered prior has {len(rows)} rows of {sorted({len(r) for r in rows})} "
+                              f"options where the question needs {shape[0]} of {shape[1]}; it is ignored and "
+                              "measured again", MemoryFileWarning, stacklevel=2)
                 return None
             self._m.priors[name] = rows  # now the most recent (saved with the next change)
             return [list(r) for r in rows]

@@ -105,7 +105,7 @@ def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kin
     symbols = symbols_of(ask.prep, style.fmt)
     prompt = render(ask.prep, CONTENT_FREE[0], layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
     key = (ask.model, surface, method, kind, json.dumps(prompt, sort_keys=True))
-    known = ask.memory.prior_for(key)
+    known = ask.memory.prior_for(key, (len(asks), len(symbols)))
     if known is not None:
         return known
     rows = []
