@@ -26,3 +26,13 @@ echo "pyright: packages" >&2
 pyright --project pyproject.toml "${packages[@]}"
 echo "pyright: README.md's python blocks" >&2
 pyright --project pyproject.toml "$readme"
+# a user's script outside the checkout, against the documented install (issue 37, E1): the packages resolve
+# and carry their types (tests/typing/user_script.py's deliberate errors must each be caught)
+user=$(mktemp -d)
+trap 'rm -rf "$readme" "$user"' EXIT
+cp tests/typing/user_script.py "$user/"
+venv_python="$PWD/.venv-types/bin/python"
+echo "mypy: a user's script outside the checkout" >&2
+(cd "$user" && mypy --python-executable "$venv_python" --warn-unused-ignores --no-incremental user_script.py)
+echo "pyright: a user's script outside the checkout" >&2
+(cd "$user" && pyright --pythonpath "$venv_python" user_script.py)

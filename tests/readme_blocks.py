@@ -6,6 +6,7 @@ A block is tested as the HTML comment on the line just above its fence says (inv
     <!-- readme-test: qwen llamaindex -->      ... needing llama_index (the suite's second pass, .venv-openai2)
     <!-- readme-test: qwen serve -->           ... a bash block that starts `jev serve` (on a free port instead of 8000)
     <!-- readme-test: structure -->            checked, not run: the scripts it names exist and parse
+    <!-- readme-test: qwen (expects "^billing ") -->  ... and what it prints must match ^billing (re.M)
 
 Every python and bash block of README.md carries one. A docs/*.md block without one is a fragment (it uses
 names the page defines around it, or a provider key): it is not run, but its install lines and `jev` flags are
@@ -37,6 +38,7 @@ class Block:
     lang: str
     code: str
     tags: set[str] = field(default_factory=set)
+    why: str = ""                 # the marker's words in parentheses
 
     @property
     def name(self) -> str:
@@ -45,6 +47,12 @@ class Block:
     @property
     def runs(self) -> bool:
         return "qwen" in self.tags
+
+    @property
+    def expects(self) -> str | None:
+        """What a runnable block must print, a regular expression (multi-line): `expects "..."` in its marker."""
+        m = re.search(r'expects "([^"]+)"', self.why)
+        return m[1] if m else None
 
 
 def blocks(page: Path) -> list[Block]:
@@ -64,7 +72,8 @@ def blocks(page: Path) -> list[Block]:
         if lang in ("python", "bash"):
             marker = MARKER.search(lines[start - 1]) if start else None
             tags = set(marker["tags"].split()) if marker else set()
-            out.append(Block(page, start + 1, lang, "\n".join(lines[start + 1:j]) + "\n", tags))
+            why = (marker["why"] or "") if marker else ""
+            out.append(Block(page, start + 1, lang, "\n".join(lines[start + 1:j]) + "\n", tags, why))
         i = j + 1
     return out
 
