@@ -19,7 +19,7 @@ import jev_shared
 ROOT = Path(jev_shared.__file__).resolve().parent
 APPS = ("jev_shared.batch", "jev_shared.cli", "jev_shared.gateway")
 #: Engine modules an application may import besides the top-level names: documented public modules.
-PUBLIC_MODULES = {"jev_shared", "jev_shared.local", "jev_shared.calibration", "jev_shared.redact"}
+PUBLIC_MODULES = {"jev_shared", "jev_shared.local", "jev_shared.calibration", "jev_shared.redact", "jev_shared.files"}
 #: Which application may stand on which (the command line drives the other two).
 APP_MAY_USE = {"jev_shared.cli": {"jev_shared.batch", "jev_shared.gateway"}, "jev_shared.batch": set(),
                "jev_shared.gateway": set()}

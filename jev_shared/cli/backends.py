@@ -10,9 +10,10 @@ import json
 import os
 import sys
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
+from jev_shared.files import MAX_READ_BYTES, FileReadError
+from jev_shared.files import read_text as read_file
 from jev_shared.gateway.config import Backend
 
 #: How to get every extra the commands need, from a checkout and from PyPI.
@@ -78,11 +79,15 @@ def sync_client(backend: Backend) -> Any:
 
 
 def read_text(value: str) -> str:
-    """``-`` is stdin, ``@file`` a file, anything else the text itself."""
+    """``-`` is stdin, ``@file`` a file, anything else the text itself. A file or stdin is read bounded
+    (``MAX_READ_BYTES``) and a file must be a regular one: else ``FileReadError``, an OSError."""
     if value == "-":
-        return sys.stdin.read()
+        text = sys.stdin.read(MAX_READ_BYTES + 1)
+        if len(text) > MAX_READ_BYTES:
+            raise FileReadError(f"stdin: larger than {MAX_READ_BYTES:,} bytes; not read")
+        return text
     if value.startswith("@"):
-        return Path(value[1:]).read_text(encoding="utf-8")
+        return read_file(value[1:])
     return value
 
 
@@ -99,5 +104,5 @@ def read_state(value: str) -> Any:
 
 def read_questions(value: str) -> Any:
     """A JSON object id -> question, inline or in a file."""
-    text = value if value.lstrip().startswith("{") else Path(value).read_text(encoding="utf-8")
+    text = value if value.lstrip().startswith("{") else read_file(value)
     return json.loads(text)

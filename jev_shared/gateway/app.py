@@ -23,6 +23,7 @@ from fastapi.responses import Response
 from pydantic import TypeAdapter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from . import decisions_wire
 from .config import GatewayConfig
 from .errors import ApiError
 from .fastpath import SystemOneFastPath
@@ -82,7 +83,8 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
 def _handlers(app: FastAPI) -> None:
     async def api_error(request: Request, exc: ApiError) -> Response:
         request.scope.setdefault("jev", {})["error"] = exc.type
-        return json_response(exc.status, exc.body(), exc.headers)
+        body = decisions_wire.error_body(exc) if request.url.path == decisions_wire.PATH else exc.body()
+        return json_response(exc.status, body, exc.headers)
 
     async def bad_body(request: Request, exc: RequestValidationError) -> Response:
         return await api_error(request, validation_error(exc))
@@ -111,7 +113,7 @@ def create_app(config: GatewayConfig) -> Any:
                   description="Typed decisions (choice, score, noul) over any OpenAI-compatible backend.")
     app.state.gateway = gw
     _handlers(app)
-    for router in (decisions, models, ops):
+    for router in (decisions, decisions_wire.wire, models, ops):
         app.include_router(router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]  # FastAPI's documented way to customise the schema
     outer = front(SystemOneFastPath(app, gw), config, gw.metrics, admit=gw.decoding)

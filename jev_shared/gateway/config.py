@@ -10,8 +10,9 @@ import ipaddress
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
+
+from ..files import read_text
 
 #: Hosts that count as loopback for "no keys, loopback only".
 LOOPBACK_NAMES = ("localhost",)
@@ -113,11 +114,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+#: The largest key file read (a regular file only; larger, or /dev/zero, a FIFO: ``FileReadError``, an OSError).
+MAX_KEY_FILE_BYTES = 1024 * 1024
+
+
 def load_keys(key_file: str | os.PathLike[str] | None = None, env: str = "JEV_API_KEYS") -> frozenset[str]:
     """Keys from ``$JEV_API_KEYS`` (comma-separated) and a key file (one a line, ``#`` comments)."""
     keys = {k.strip() for k in os.environ.get(env, "").split(",") if k.strip()}
     if key_file:
-        for line in Path(key_file).read_text().splitlines():
+        for line in read_text(key_file, MAX_KEY_FILE_BYTES).splitlines():
             line = line.split("#", 1)[0].strip()
             if line:
                 keys.add(line)
