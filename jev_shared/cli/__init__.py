@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from .calibrate import add_calibrate, run_calibrate
+from .checks import Formatter, Parser
 from .decide import add_decide, run_decide
 from .serve import add_serve, run_serve
 
@@ -23,11 +25,23 @@ COMMANDS: list[Command] = [
 ]
 
 
+def jev_version() -> str:
+    """The installed distribution's version (``jev --version``)."""
+    try:
+        return version("jev-integrations")
+    except PackageNotFoundError:  # pragma: no cover - run from a tree that was never installed
+        return "unknown (not installed)"
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="jev", description="Typed decisions (choice, score, noul) from any chat model.")
+    """The ``jev`` parser: every flag typed and range-checked (:mod:`.checks`), defaults shown in ``--help``."""
+    p = Parser(prog="jev", description="Typed decisions (choice, score, noul) from any chat model.",
+               formatter_class=Formatter)
+    p.add_argument("--version", action="version", version=f"%(prog)s {jev_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, add, run in COMMANDS:
         add(sub)
+        sub.choices[name].formatter_class = Formatter
         sub.choices[name].set_defaults(run=run)
     return p
 

@@ -16,8 +16,10 @@ from jev_shared.files import MAX_READ_BYTES, FileReadError
 from jev_shared.files import read_text as read_file
 from jev_shared.gateway.config import Backend
 
-#: How to get every extra the commands need, from a checkout and from PyPI.
-INSTALL_HINT = "pip install -e '.[serve,local]' from a checkout (or: pip install 'jev-integrations[serve,local]')"
+from .checks import text, url
+
+#: How to get every extra the commands need: the package is not on PyPI, so from the checkout (README).
+INSTALL_HINT = "pip install -e '.[serve,local]' from the jev checkout (the package is not on PyPI)"
 
 
 class MissingExtra(SystemExit):
@@ -30,14 +32,14 @@ class MissingExtra(SystemExit):
 
 
 def add_backend_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend-url", help="an OpenAI-compatible base URL (e.g. http://gpu:8000/v1); "
+    p.add_argument("--backend-url", type=url, help="an OpenAI-compatible base URL (e.g. http://gpu:8000/v1); "
                                          "without it, the embedded model (LocalServer()) is started")
-    p.add_argument("--model", action="append", default=None,
+    p.add_argument("--model", action="append", default=None, type=text,
                    help="the backend's model name (repeat to serve several on one backend); without "
                         "--backend-url, the embedded model to start: qwen2.5-coder-0.5b (default), "
                         "qwen2.5-coder-1.5b (the qwen15 extra) or smollm2-135m")
     p.add_argument("--backend-api", default="chat_completions", choices=("chat_completions", "responses", "auto"),
-                   help="the engine surface toward the backend (default: chat_completions)")
+                   help="the engine surface toward the backend")
     p.add_argument("--no-cache", action="store_true",
                    help="keep what the engine learns in this process only, not in the per-user cache "
                         "(also: JEV_NO_CACHE=1)")
@@ -54,7 +56,8 @@ def backends(args: argparse.Namespace, stack: ExitStack, command: str = "decide"
     """The configured backend, or the embedded model started inside ``stack`` (a missing model: exit 2)."""
     if args.backend_url:
         if not args.model:
-            raise SystemExit("jev: --backend-url needs --model NAME")
+            print(f"jev {command}: --backend-url needs --model NAME (see jev {command} --help)", file=sys.stderr)
+            raise SystemExit(2)
         key = os.environ.get("JEV_BACKEND_API_KEY") or os.environ.get("OPENAI_API_KEY") or "unused"
         return {m: Backend(args.backend_url, m, key, args.backend_api) for m in args.model}
     from jev_shared.local import DEFAULT_MODEL, LocalModelError, LocalServer

@@ -9,6 +9,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from .backends import add_backend_args, backends, memory, read_questions, read_state, sync_client
+from .checks import seconds, text
 from .decide_batch import add_batch_args
 
 
@@ -16,11 +17,12 @@ def add_decide(sub: Any) -> None:
     p = sub.add_parser("decide", help="answer typed questions about one state, or a file of them (--input)",
                        description="One decision from the shell: prints the System One answer as JSON. "
                                    "With --input, a file of states into a resumable JSONL log (docs/batch.md).")
-    p.add_argument("--state", help="the state: text, JSON, @file, or - for stdin")
-    p.add_argument("--questions", required=True, help="a JSON object id -> question, or a path to one")
+    p.add_argument("--state", type=text, help="the state: text, JSON, @file, or - for stdin")
+    p.add_argument("--questions", required=True, type=text, help="a JSON object id -> question, or a path to one")
     add_backend_args(p)
-    p.add_argument("--layout", default="state_last", choices=("state_last", "split", "fused"))
-    p.add_argument("--timeout", type=float, default=None, help="the call's total timeout (seconds)")
+    p.add_argument("--layout", default="state_last", choices=("state_last", "split", "fused"),
+                   help="where the state goes in the prompt")
+    p.add_argument("--timeout", type=seconds, default=None, help="the call's total timeout (seconds)")
     add_batch_args(p)
 
 

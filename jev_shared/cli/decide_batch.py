@@ -22,6 +22,8 @@ from typing import Any
 
 from jev_shared.batch.report import REVIEW_THRESHOLD
 
+from .checks import positive_int, text, unit
+
 #: Items in flight unless --concurrency says otherwise: the embedded server's slot count.
 DEFAULT_CONCURRENCY = 4
 #: The exit status when the answer log cannot be written mid-run (sysexits' EX_IOERR).
@@ -31,19 +33,20 @@ EXIT_LOG_WRITE = 74
 def add_batch_args(p: argparse.ArgumentParser) -> None:
     """The batch flags of ``jev decide`` (``--input`` switches it from one state to a file of them)."""
     g = p.add_argument_group("batch (--input)")
-    g.add_argument("--input", help="states to decide: .jsonl ({\"id\", \"state\"} a line) or .csv (see --column)")
-    g.add_argument("--output", help="the answer log (JSONL, appended; a rerun skips the ids already in it)")
-    g.add_argument("--column", help="the CSV column holding the state (default: 'state', else 'text')")
-    g.add_argument("--id-column", default="id", help="the CSV column holding the id (default: id; else row numbers)")
-    g.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
-                   help=f"items in flight at once (default {DEFAULT_CONCURRENCY})")
+    g.add_argument("--input", type=text,
+                   help="states to decide: .jsonl ({\"id\", \"state\"} a line) or .csv (see --column)")
+    g.add_argument("--output", type=text, help="the answer log (JSONL, appended; a rerun skips the ids already in it)")
+    g.add_argument("--column", type=text, help="the CSV column holding the state (without it: 'state', else 'text')")
+    g.add_argument("--id-column", default="id", type=text,
+                   help="the CSV column holding the id (a CSV without it: row numbers)")
+    g.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, help="items in flight at once")
     g.add_argument("--method", default="auto", choices=("auto", "logprobs", "grammar", "structured", "discrete"),
-                   help="the engine's readout (default auto; logprobs pins it for vLLM, SGLang, llama.cpp)")
+                   help="the engine's readout (auto learns; logprobs pins it for vLLM, SGLang, llama.cpp)")
     g.add_argument("--dry-run", action="store_true", help="print the request count and a token estimate; send nothing")
     g.add_argument("--retry-failed", action="store_true", help="decide again the ids whose logged line is an error")
-    g.add_argument("--review-threshold", type=float, default=REVIEW_THRESHOLD,
-                   help=f"choice answers below this confidence go to the review queue (default {REVIEW_THRESHOLD})")
-    g.add_argument("--review", help="the review queue file (default: OUTPUT's name with .review.jsonl)")
+    g.add_argument("--review-threshold", type=unit, default=REVIEW_THRESHOLD,
+                   help="choice answers below this confidence go to the review queue")
+    g.add_argument("--review", type=text, help="the review queue file (without it: OUTPUT's name with .review.jsonl)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from jev_shared.gateway.config import GatewayConfig, is_loopback, load_keys
 
 from .backends import MissingExtra, add_backend_args, backends, read_questions
+from .checks import count, host, port, positive_int, seconds, text
 
 D = GatewayConfig(backends={})  # the documented defaults, read off the config itself
 
@@ -18,60 +19,75 @@ D = GatewayConfig(backends={})  # the documented defaults, read off the config i
 def add_serve(sub: Any) -> None:
     p = sub.add_parser("serve", help="run the System One gateway (POST /v1/systemone)",
                        description="Serve POST /v1/systemone over an OpenAI-compatible backend or the embedded model.")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--host", default="127.0.0.1", type=host, help="the address to listen on")
+    p.add_argument("--port", type=port, default=8000, help="the port to listen on")
     add_backend_args(p)
-    p.add_argument("--api-key-file", help="bearer keys, one a line (also: $JEV_API_KEYS, comma-separated)")
-    p.add_argument("--allowed-host", action="append", default=[],
+    p.add_argument("--api-key-file", type=text, help="bearer keys, one a line (also: $JEV_API_KEYS, comma-separated)")
+    p.add_argument("--allowed-host", action="append", default=[], type=host,
                    help="without keys, a Host header to accept besides localhost / 127.0.0.1 / [::1] (repeatable)")
     lim = p.add_argument_group("limits (docs/gateway.md lists each with its error)")
-    lim.add_argument("--max-body-bytes", type=int, default=D.max_body_bytes)
-    lim.add_argument("--max-questions", type=int, default=D.max_questions, help="questions in one request; more: 422")
-    lim.add_argument("--max-in-flight", type=int, default=D.max_in_flight, help="requests answered at once; more: 429")
-    lim.add_argument("--max-calls-per-key", type=int, default=D.max_calls_per_key,
+    lim.add_argument("--max-body-bytes", type=positive_int, default=D.max_body_bytes,
+                     help="request body bytes, compressed and decoded; more: 413")
+    lim.add_argument("--max-questions", type=positive_int, default=D.max_questions,
+                     help="questions in one request; more: 422")
+    lim.add_argument("--max-in-flight", type=positive_int, default=D.max_in_flight,
+                     help="requests answered at once; more: 429")
+    lim.add_argument("--max-calls-per-key", type=positive_int, default=D.max_calls_per_key,
                      help="backend calls one key may hold in flight; more: 429")
-    lim.add_argument("--max-connections", type=int, default=D.max_connections,
+    lim.add_argument("--max-connections", type=positive_int, default=D.max_connections,
                      help="open client connections; more are answered 503 and closed")
-    lim.add_argument("--header-timeout", type=float, default=D.header_timeout_s,
+    lim.add_argument("--max-connections-per-client", type=positive_int, default=D.max_connections_per_client,
+                     help="open connections from one client address; more are answered 503 and closed (behind a "
+                          "reverse proxy every connection comes from the proxy: set it to --max-connections)")
+    lim.add_argument("--header-timeout", type=seconds, default=D.header_timeout_s,
                      help="seconds a client has to send a request's headers; then 408 and closed")
-    lim.add_argument("--body-timeout", type=float, default=D.body_timeout_s,
+    lim.add_argument("--body-timeout", type=seconds, default=D.body_timeout_s,
                      help="seconds a client has to send a request's body; then 408 and closed")
-    lim.add_argument("--keep-alive-timeout", type=float, default=D.keep_alive_s,
+    lim.add_argument("--keep-alive-timeout", type=seconds, default=D.keep_alive_s,
                      help="seconds an idle keep-alive connection stays open")
-    p.add_argument("--timeout", type=float, default=D.default_timeout_s,
-                   help="a request's total timeout unless it sets one")
-    p.add_argument("--layout", default=D.layout, choices=("state_last", "split", "fused"))
-    p.add_argument("--max-concurrency", type=int, default=D.max_concurrency,
+    p.add_argument("--timeout", type=seconds, default=D.default_timeout_s,
+                   help=f"a request's total timeout (seconds) unless it sets one; a request may ask for at most "
+                        f"{D.max_timeout_s:g}")
+    p.add_argument("--layout", default=D.layout, choices=("state_last", "split", "fused"),
+                   help="where the state goes in the prompt")
+    p.add_argument("--max-concurrency", type=positive_int, default=D.max_concurrency,
                    help="questions of one request in flight at once")
-    p.add_argument("--max-retries", type=int, default=D.max_retries, help="engine retries of transient backend faults")
+    p.add_argument("--max-retries", type=count, default=D.max_retries, help="engine retries of transient backend faults")
     p.add_argument("--method", default="auto", choices=("auto", "logprobs", "grammar", "structured", "discrete"),
-                   help="the engine's readout (default auto: logprobs where the backend returns them)")
-    p.add_argument("--warm", metavar="QUESTIONS",
+                   help="the engine's readout (auto: logprobs where the backend returns them)")
+    p.add_argument("--warm", metavar="QUESTIONS", type=text,
                    help="questions (a JSON file or object) to prepare at start-up: every one-time cost paid before "
                         "/healthz says ready")
     p.add_argument("--backend-transport", default=D.backend_transport, choices=("lean", "httpx"),
                    help="HTTP under the SDK toward the backend: lean (httptools, plain http; https via httpx) or httpx")
-    p.add_argument("--workers", type=int, default=1,
+    p.add_argument("--workers", type=positive_int, default=1,
                    help="gateway processes on one socket (POSIX); memory file shared, metrics and limits per worker")
-    p.add_argument("--log-level", default="info")
+    p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
+                   help="the gateway's log level")
 
 
-def _config(args: argparse.Namespace, keys: frozenset[str], stack: ExitStack) -> GatewayConfig:
+def _config(args: argparse.Namespace, keys: frozenset[str], warm: Any, stack: ExitStack) -> GatewayConfig:
     return GatewayConfig(
         backends=backends(args, stack, "serve"), api_keys=keys, max_body_bytes=args.max_body_bytes,
         max_questions=args.max_questions, max_in_flight=args.max_in_flight,
         max_calls_per_key=args.max_calls_per_key, max_connections=args.max_connections,
+        max_connections_per_client=args.max_connections_per_client,
         header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout, keep_alive_s=args.keep_alive_timeout,
         allowed_hosts=frozenset(args.allowed_host), default_timeout_s=args.timeout, layout=args.layout,
         max_concurrency=args.max_concurrency, max_retries=args.max_retries, method=args.method,
-        backend_transport=args.backend_transport, cache=not args.no_cache,
-        warm=read_questions(args.warm) if args.warm else None)
+        backend_transport=args.backend_transport, cache=not args.no_cache, warm=warm)
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    keys = load_keys(args.api_key_file)
-    if args.workers < 1:
-        print("jev serve: --workers must be at least 1", file=sys.stderr)
+    try:
+        keys = load_keys(args.api_key_file)
+    except (OSError, ValueError) as exc:
+        print(f"jev serve: --api-key-file: {exc}", file=sys.stderr)
+        return 2
+    try:  # read before anything starts (the embedded model, the socket)
+        warm = read_questions(args.warm) if args.warm else None
+    except (OSError, ValueError) as exc:
+        print(f"jev serve: --warm: {exc}", file=sys.stderr)
         return 2
     if not keys and not is_loopback(args.host):
         print(f"jev serve: refusing to serve {args.host} without API keys; set JEV_API_KEYS or --api-key-file "
@@ -87,11 +103,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise MissingExtra("serve", exc.name or "a gateway dependency", "serve") from None
 
     with ExitStack() as stack:
-        try:
-            config = _config(args, keys, stack)
-        except (OSError, ValueError) as exc:
-            print(f"jev serve: --warm: {exc}", file=sys.stderr)
-            return 2
+        config = _config(args, keys, warm, stack)
         configure_logging(args.log_level)
         if not keys:
             print(f"jev serve: no API keys configured: serving loopback only ({args.host}), without authentication",

@@ -59,6 +59,10 @@ class GatewayConfig:
     max_calls_per_key: int = 64
     #: Open client connections; one more is answered 503 ``too_many_connections`` and closed.
     max_connections: int = 256
+    #: Open connections from one client address (its IP); one more is answered 503 ``too_many_connections``
+    #: and closed, so one client cannot take every slot. Behind a reverse proxy every connection is the
+    #: proxy's: set it to ``max_connections`` there.
+    max_connections_per_client: int = 64
     #: Seconds a client has to send a request's headers, then its body; then 408 and the connection is closed.
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0

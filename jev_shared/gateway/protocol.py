@@ -6,13 +6,16 @@ byte at a time holds a connection (and, once its headers are in, a request slot)
 likes. Here a request's head must arrive within ``header_timeout_s`` of its first byte (or of the
 connection opening), its body within ``body_timeout_s`` of its head; past either the client gets a
 408 and the connection is closed. A connection past ``max_connections`` gets a 503 and is closed at
-once, before it can send anything.
+once, before it can send anything; so does one past ``max_connections_per_client`` from one client
+address (:class:`PerClientLimit`, a plain ``asyncio.Protocol`` in front of uvicorn's, by composition),
+so one client re-opening slow connections cannot take every slot.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -100,6 +103,69 @@ class GuardedProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
+class PerClientLimit(asyncio.Protocol):
+    """At most ``limit`` open connections from one client address (IP): one more is answered 503
+    ``too_many_connections`` and closed before the HTTP protocol behind (``inner``) sees it. Each
+    config makes its own subclass (:func:`per_client`) holding the count of its server's connections."""
+
+    inner: Any
+    limit: int
+    open: Counter[str]
+    on_refuse: Any = None
+
+    def __init__(self, **kw: Any) -> None:
+        self.protocol: Any = self.inner(**kw)  # uvicorn's arguments (config, server_state, ...), passed on
+        self.peer: str | None = None
+        self.refused = False
+
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        peer = transport.get_extra_info("peername")
+        address = peer[0] if isinstance(peer, tuple) and peer else None  # a unix socket has none: no cap
+        if address is not None and self.open[address] >= self.limit:
+            self.refused = True
+            if self.on_refuse is not None:
+                self.on_refuse("too_many_connections")
+            transport.write(raw_error(503, "too_many_connections", f"this client has {self.limit} connections "
+                                                                   "open, its limit (--max-connections-per-client)"))
+            transport.close()
+            return
+        if address is not None:
+            self.peer = address
+            self.open[address] += 1
+        self.protocol.connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.peer is not None:
+            self.open[self.peer] -= 1
+            if not self.open[self.peer]:
+                del self.open[self.peer]
+            self.peer = None
+        if not self.refused:
+            self.protocol.connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if not self.refused:
+            self.protocol.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return None if self.refused else self.protocol.eof_received()
+
+    def pause_writing(self) -> None:
+        if not self.refused:
+            self.protocol.pause_writing()
+
+    def resume_writing(self) -> None:
+        if not self.refused:
+            self.protocol.resume_writing()
+
+
+def per_client(inner: type[Any], limit: int, on_refuse: Any = None) -> type[PerClientLimit]:
+    """``inner`` (a protocol class uvicorn builds) behind a cap of ``limit`` connections per client address."""
+    return type("PerClientProtocol", (PerClientLimit,), {
+        "inner": inner, "limit": limit, "open": Counter(),
+        "on_refuse": staticmethod(on_refuse) if on_refuse is not None else None})
+
+
 def guarded_protocol(config: GatewayConfig, on_refuse: Any = None) -> type[GuardedProtocol]:
     """The protocol class uvicorn builds a connection with, carrying ``config``'s bounds."""
     return type("GatewayProtocol", (GuardedProtocol,), {"limits": config, "on_refuse": staticmethod(on_refuse)
@@ -113,5 +179,7 @@ def uvicorn_config(app: Any, config: GatewayConfig, **kw: Any) -> Any:
     kw.setdefault("log_level", "warning")
     gateway = getattr(app, "gateway", None)  # create_app's: its metrics count what the protocol refuses
     on_refuse = (lambda kind: gateway.metrics.refused.labels(kind).inc()) if gateway is not None else None
-    return uvicorn.Config(app, http=guarded_protocol(config, on_refuse), timeout_keep_alive=config.keep_alive_s,  # type: ignore[arg-type]  # uvicorn annotates int; a float of seconds works (call_later)
+    kw.setdefault("ws", "none")  # no WebSocket routes; an upgrade would swap the protocol under PerClientLimit
+    http = per_client(guarded_protocol(config, on_refuse), config.max_connections_per_client, on_refuse)
+    return uvicorn.Config(app, http=http, timeout_keep_alive=config.keep_alive_s,  # type: ignore[arg-type]  # uvicorn annotates int; a float of seconds works (call_later)
                           access_log=False, log_config=None, **kw)
