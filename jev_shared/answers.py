@@ -102,7 +102,9 @@ class SystemOneResponse(BaseModel):
     model: str
     answers: dict[str, Answer]
     usage: Usage = Field(default_factory=Usage)
-    debug: dict[str, Any] | None = None
+    #: The engine's account of the call, always set: ``methods`` and ``passes`` (which readout and
+    #: pass answered each question), ``labels_missing``, ``no_signal``, ``truncated``, ``retry_reasons``, ...
+    debug: dict[str, Any] = Field(default_factory=dict)
 
     def __getitem__(self, question_id: str) -> Answer:
         return self.answers[question_id]

@@ -227,3 +227,15 @@ def test_guard_tool_still_wraps_with_a_wrapped_model():
 
     guarded = guard_tool(read_file, json_model({"noul": 0.9}).with_retry())
     assert guarded.invoke({"path": "a"}) == "contents"
+
+
+# -- tracing (docs/langchain.md: the model's run nests under the decision's) ----------------------------
+
+@pytest.mark.parametrize("timeout", [None, 30.0], ids=["no_timeout", "timeout"])
+def test_the_chat_model_run_nests_under_the_decision_with_or_without_a_timeout(recorder, timeout):
+    from jev_langchain import jev_client_from_chat_model
+
+    router = JevRouter(jev_client_from_chat_model(json_model(TECH), timeout=timeout), ROUTES)
+    assert router.decide("The app crashes", {"callbacks": [recorder]}).route == "tech"
+    llm_runs = [r for r in recorder.runs if r["kind"] == "chat_model"]
+    assert llm_runs and all(r["parent"] == recorder.one("jev_route")["id"] for r in llm_runs)
