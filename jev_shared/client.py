@@ -22,9 +22,10 @@ from .answers import Answer, ChoiceAnswer, ConfidenceKind, NoulAnswer, ScoreAnsw
 from .calibration import GLOBAL, Calibrator
 from .calls import Budget, Flow
 from .errors import ClientCapabilityError, InvalidQuestionError, UnsupportedMethodError
+from .exact import TokenTable
 from .flows import Ask, answer
 from .hosted import hosted_flow, refuse_llm_options, systemone_client
-from .labels import token_checked_aliases
+from .labels import answer_words, token_checked_aliases
 from .layout import choose_layout
 from .memory import Memory, backend_fingerprint
 from .methods import TOKEN_READOUT
@@ -95,6 +96,8 @@ class _ClientCore:
         _check_client(client, api, self._speaks)
         tokenize = getattr(client, "jev_tokenize", None)
         self._tokenize = tokenize if inspect.ismethod(tokenize) or inspect.isfunction(tokenize) else None
+        #: Where the server reads the labels' own tokens (LocalServer's llama.cpp): their ids, asked once (exact.py).
+        self._token_table = TokenTable.of(client, self._tokenize)
         #: The server's own KV cache of zero-shot prompts (LocalServer's ``slots.SlotCache``), or None.
         self._slots = getattr(client, "jev_slots", None)
         self._checked_aliases: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...] | None] = {}
@@ -139,6 +142,7 @@ class _ClientCore:
         """Everything checked before any request, then one flow per question (or one hosted flow)."""
         opts, preps = self._checked(state, questions, **options)
         preps = self._token_checked(preps, opts)
+        opts = self._exact(opts, preps)
         debug = opts.debug if debug is None else debug
         timeout = options.get("timeout")
         budget = Budget.of(opts.timeout if timeout is None else timeout)
@@ -169,6 +173,13 @@ class _ClientCore:
         if tokenize is None or opts.labels != "names" or opts.hosted or opts.method not in (*TOKEN_READOUT, "auto"):
             return preps
         return [self._with_checked_aliases(p, tokenize) if p.kind == "choice" else p for p in preps]
+
+    def _exact(self, opts: Options, preps: list[Prepared]) -> Options:
+        """The answer words' token ids, where this server reads them exactly and a token readout may run."""
+        if self._token_table is None or opts.hosted or opts.method not in ("logprobs", "auto"):
+            return opts
+        ids = self._token_table.ids(w for p in preps for w in answer_words(p, opts.labels))
+        return dataclasses.replace(opts, token_ids=ids) if ids else opts
 
     def _with_checked_aliases(self, prep: Prepared, tokenize: Callable[[str], Any]) -> Prepared:
         key = (prep.keys, prep.descriptions)

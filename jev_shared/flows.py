@@ -21,6 +21,7 @@ from .asking import Ask, Messages, ask_until_read, call
 from .calls import Flow, Reply
 from .continuation import PREFILL_FIELDS, chain, conditional, shared_lead, window_of
 from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError, MalformedAnswerError, ProviderError
+from .exact import EXACT_SOURCE, is_exact, window_only
 from .faults import cannot_carry, logprobs_value_complaint
 from .json_readout import parse_object, read_json, strip_think
 from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, names_starting, style_for
@@ -147,6 +148,8 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
     fields, extra = request_fields(method, prep, opts.method_config, symbols)
     try:
         _, ro = yield from ask_until_read(ask, surface, messages, fields, extra, read, repairable, repair)
+        if is_exact(fields, extra):  # every symbol's own first token read, no window (exact.py)
+            ro.source = EXACT_SOURCE
     except AmbiguousNamesError as exc:
         if not (style.named_choice and surface == CHAT):  # a prefill is a Chat Completions message
             raise
@@ -168,9 +171,11 @@ def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, 
                   symbols: tuple[str, ...], exc: AmbiguousNamesError) -> Flow[Readout]:
     """One more one-token call with the shared prefix already answered: P(name) = P(prefix)·P(rest | prefix)."""
     group = names_starting(exc.token, symbols)
+    exact = is_exact(fields, extra)
+    fields, extra = window_only(fields, extra, ask.options.top_logprobs)  # the next token: the window
     cond = yield from read_on(ask, surface, messages, fields, extra, exc.token, group, CONTINUATION_DEPTH)
     ro = softmax_labels(symbols, chain(exc.logprob, cond, exc.best), exc.returned, "floor", exc.token, "logprobs")
-    ro.source = "logprobs+continuation"
+    ro.source = (EXACT_SOURCE if exact else "logprobs") + "+continuation"
     ask.record.note("continuation", {"prefix": exc.token, "group": group, "conditional": cond})
     return ro
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .errors import LabelReadoutError
 from .prompt import LABEL, AnswerFormat
-from .questions import Prepared
+from .questions import MAX_SINGLE_TOKEN_LABELS, Prepared
 
 _OPEN = "([{\"'*"
 _CLOSE = ".):]}\"',*"
@@ -219,6 +219,14 @@ def style_for(prep: Prepared, labels: str) -> LabelStyle:
         note = f"option names {why}; answered as " + ", ".join(
             f"{a}={k}" for a, k in zip(fmt.symbols or (), prep.keys) if a != k)
     return LabelStyle(fmt, fold, floor=True, note=note, named_choice=prep.kind == "choice")
+
+
+def answer_words(prep: Prepared, labels: str) -> tuple[str, ...]:
+    """Every word a token readout of ``prep`` may answer with: its style's symbols, and the letters it
+    falls back to (at most 26 options)."""
+    fmt = style_for(prep, labels).fmt
+    words = fmt.symbols if fmt.symbols is not None else prep.labels
+    return tuple(dict.fromkeys((*words, *prep.labels))) if len(prep.keys) <= MAX_SINGLE_TOKEN_LABELS else words
 
 
 #: The style a question falls back to when a shared prefix cannot be read on (no continuation).

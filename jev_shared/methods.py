@@ -7,10 +7,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .exact import exact_fields, exact_ids
 from .prompt import LABEL, AnswerFormat
 from .questions import TOKEN_METHODS, Prepared
 
@@ -25,6 +26,9 @@ class MethodConfig:
     #: None (unset) and False turn thinking off for System 1; System 2 sends the off switch only on False.
     thinking: bool | None = None
     structured_outputs: bool = True
+    #: The first token id of each answer word's spellings, where the server reads those tokens exactly
+    #: (the embedded llama.cpp, :mod:`exact`); None elsewhere: the top-``top_logprobs`` window is read.
+    token_ids: Mapping[str, int] | None = None
 
 
 def grammar_for(labels: tuple[str, ...]) -> str:
@@ -98,6 +102,8 @@ def request_fields(method: str, prep: Prepared, cfg: MethodConfig,
     """(standard fields, extra_body fields) for one question under ``method``.
 
     ``symbols`` are what a token method's answer may be (letters by default; names, digits, yes/no).
+    Under ``logprobs``, where ``cfg.token_ids`` holds every symbol's spellings, the symbols' own tokens
+    are read (:mod:`exact`) instead of the window.
     """
     fields: dict[str, Any] = {"temperature": 0}
     extra: dict[str, Any] = {}
@@ -109,6 +115,11 @@ def request_fields(method: str, prep: Prepared, cfg: MethodConfig,
             extra["chat_template_kwargs"] = {"enable_thinking": False}
         if method == "grammar":
             extra["grammar"] = grammar_for(symbols or prep.labels)
+        ids = exact_ids(symbols or prep.labels, cfg.token_ids) if method == "logprobs" else None
+        if ids and cfg.thinking is not True:
+            exact, exact_extra = exact_fields(ids)
+            fields.update(exact)
+            extra.update(exact_extra)
         return fields, extra
     schema = schema_for(method, prep)
     if cfg.structured_outputs:

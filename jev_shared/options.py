@@ -59,6 +59,9 @@ class Options:
     max_retries: int = 3
     timeout: float | None = None
     debug: bool = False
+    #: Set per call by the client, not by users: the first token id of each answer word's spellings,
+    #: where the server reads those tokens exactly (``LocalServer``'s llama.cpp, :mod:`exact`).
+    token_ids: Mapping[str, int] | None = None
 
     def __post_init__(self) -> None:
         check_choice("method", self.method, METHODS)
@@ -106,7 +109,7 @@ class Options:
     @property
     def method_config(self) -> MethodConfig:
         """The narrow view the methods stage reads."""
-        return MethodConfig(self.top_logprobs, self.thinking, self.structured_outputs)
+        return MethodConfig(self.top_logprobs, self.thinking, self.structured_outputs, self.token_ids)
 
     @property
     def retry_policy(self) -> RetryPolicy:

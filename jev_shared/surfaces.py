@@ -15,6 +15,7 @@ from typing import Any
 
 from .calls import Call
 from .errors import IncompleteAnswerError, MalformedReplyError, ModelRefusalError
+from .exact import as_logprobs
 
 CHAT = "chat_completions"
 RESPONSES = "responses"
@@ -100,7 +101,7 @@ def parse_chat(body: dict[str, Any]) -> Parsed:
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     return Parsed(
         content=message.get("content"),
-        logprobs=choice.get("logprobs"),
+        logprobs=as_logprobs(choice.get("logprobs")),
         finish=choice.get("finish_reason"),
         reasoning=reasoning if isinstance(reasoning, str) else None,
         refusal=message.get("refusal"),

@@ -228,4 +228,40 @@ def test_names_sharing_a_first_token_are_checked_with_the_servers_tokenizer(loca
     words = system.split("(")[-1].split(")")[0].split(", ")  # "Answer with exactly one option name (…)"
     assert words == ["charges", "paper", "crashes"]
     assert len({local_server.tokenize(w)[0] for w in words}) == 3
-    assert resp.usage.n_calls == 1 and set(resp.answers["team"].probabilities) == {"billing", "bills", "technical"}
+    # "crashes" starts with the token "c", a prefix of "charges" too: where the model leads with it, one
+    # continuation call reads it on (the exact readout reads "c" whatever its rank)
+    assert resp.usage.n_calls <= 2 and set(resp.answers["team"].probabilities) == {"billing", "bills", "technical"}
+    assert resp.debug["questions"]["team"]["readout"]["labels_missing"] == []
+
+
+#: 64 options, each a common word: a top-20 window cannot hold them all.
+WORDS64 = ("apple banana cherry dog elephant forest guitar house island jacket kitchen lemon mountain notebook "
+           "ocean pencil queen river sunset table umbrella violin window yellow zebra anchor bridge castle desert "
+           "engine feather garden hammer iron jungle kettle ladder mirror needle orange pillow quilt rocket silver "
+           "tiger uniform valley wagon youth basket candle dragon eagle finger glove honey insect jewel knife lizard "
+           "marble paper shoe train").split()
+
+
+def test_a_64_option_question_reads_every_options_probability_on_the_embedded_server(local_server):
+    """llama.cpp reads the labels' own first tokens (logit_bias + post-sampling probabilities): no option is
+    floored for falling outside a window; the same server read through the top-20 window floors most."""
+    import openai
+
+    assert len(set(WORDS64)) == 64
+    question = {"thing": Choice(instructions="Which thing does the text talk about?",
+                                criteria={w: f"a {w}" for w in WORDS64})}
+    state = "I peeled a ripe banana and ate it for breakfast."
+    client = SystemOneClient(local_server.client(), model=local_server.model, debug=True)
+    resp = client.system_one(state, question)
+    readout = resp.debug["questions"]["thing"]["readout"]
+    assert readout["source"].startswith("logprobs:exact") and readout["labels_missing"] == []
+    assert not readout["truncated"] and len(readout["label_logprobs"]) == 64
+    assert all(p > 0 for p in resp.answers["thing"].probabilities.values())
+    request = resp.debug["questions"]["thing"]["attempts"][0]["data"]
+    assert len(request["logit_bias"]) >= 64 and request["extra_body"]["post_sampling_probs"] is True
+
+    plain = SystemOneClient(openai.OpenAI(base_url=local_server.base_url, api_key="local"), model=local_server.model,
+                            api="chat_completions", debug=True)
+    window = plain.system_one(state, question).debug["questions"]["thing"]["readout"]
+    assert window["source"].startswith("logprobs") and not window["source"].startswith("logprobs:exact")
+    assert len(window["labels_missing"]) > 40

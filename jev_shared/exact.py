@@ -1,0 +1,139 @@
+"""Exact readout: read every answer word's own first token, not the top-k window.
+
+A window of the 20 likeliest tokens leaves options out at 40+ options (each then floored or read as 0).
+Where the server allows it, the engine reads the labels' own tokens instead. On llama.cpp (the embedded
+server) that is one call, as cheap as the window (measured, docs/quality.md):
+
+* ``logit_bias`` of +:data:`EXACT_BIAS` on the first token of every spelling of every answer word (found
+  with the server's own tokenizer), so those tokens, and only those, lead the distribution;
+* ``post_sampling_probs`` with ``temperature: 1`` and the truncating samplers off (``top_k: 0``,
+  ``top_p: 1``, ``min_p: 0``): the reply's ``top_probs`` are then the model's own probabilities
+  renormalised over the biased tokens (an equal bias cancels in the ratio), every one of them;
+* ``top_logprobs`` (llama.cpp's ``n_probs``) sized to the number of those tokens.
+
+Measured and left: ``top_logprobs`` above 20 is accepted but still a window (a rare label may rank below
+any k); a GBNF grammar with ``post_sampling_probs`` returns tokens the grammar forbids (llama.cpp applies
+the grammar only when the sampled token breaks it); ``logit_bias`` alone leaves the raw ``top_logprobs``
+as they were (they are read before the samplers). OpenAI (capped at 20) and every other backend keep the
+window: only a client marked ``jev_exact_readout`` (``LocalServer.client()``) gets this.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+#: Added to each answer token's logit: far above any logit gap, so no other token outranks one of them.
+EXACT_BIAS = 100
+#: What ``debug["readout"]["source"]`` says of an exact read.
+EXACT_SOURCE = "logprobs:exact"
+#: The extra_body fields (llama.cpp's own) that make ``top_probs`` the renormalised distribution.
+EXACT_EXTRA: dict[str, Any] = {"post_sampling_probs": True, "top_k": 0, "min_p": 0.0}
+#: Most answer-word tokens one exact read asks for (255 options × their spellings stay far below).
+MAX_EXACT_TOKENS = 2048
+
+
+def spellings(word: str) -> tuple[str, ...]:
+    """The ways a model starts an answer word: as given (the prompt's form) and with a space first, then
+    lowercased and capitalised (:class:`TokenTable` keeps those only where they are one whole token)."""
+    forms = dict.fromkeys((word, word.lower(), word[:1].upper() + word[1:]))
+    return tuple(dict.fromkeys(p + f for f in forms for p in ("", " ")))
+
+
+def exact_ids(symbols: Sequence[str], table: Mapping[str, int] | None) -> list[int] | None:
+    """The first-token ids of the spellings of every symbol in ``table``, or None when a symbol's own
+    form is not there."""
+    if not table or len(symbols) < 2:
+        return None
+    ids = []
+    for word in symbols:
+        if word not in table:
+            return None
+        ids += [table[s] for s in spellings(word) if s in table]
+    unique = sorted(set(ids))
+    return unique if len(unique) <= MAX_EXACT_TOKENS else None
+
+
+def exact_fields(ids: Sequence[int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(standard fields, extra_body fields) that read exactly these tokens' probabilities."""
+    fields = {"temperature": 1.0, "top_p": 1.0, "seed": 0, "top_logprobs": len(ids),
+              "logit_bias": {str(i): EXACT_BIAS for i in ids}}
+    return fields, dict(EXACT_EXTRA)
+
+
+def is_exact(fields: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
+    return "logit_bias" in fields and bool(extra.get("post_sampling_probs"))
+
+
+def window_only(fields: Mapping[str, Any], extra: Mapping[str, Any],
+                top_logprobs: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The same request reading the top-k window: a continuation call reads the next token, whose
+    candidates the first token's bias says nothing about."""
+    if not is_exact(fields, extra):
+        return dict(fields), dict(extra)
+    plain = {k: v for k, v in fields.items() if k not in ("logit_bias", "seed", "top_p")}
+    plain.update(temperature=0, top_logprobs=top_logprobs)
+    return plain, {k: v for k, v in extra.items() if k not in EXACT_EXTRA}
+
+
+def as_logprobs(logprobs: Any) -> Any:
+    """llama.cpp's post-sampling shape (``prob``, ``top_probs``) as the logprob shape every reader takes;
+    any other object is returned as it is."""
+    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
+        return logprobs
+    entries = logprobs["content"]
+    if not any(isinstance(e, dict) and "top_probs" in e for e in entries):
+        return logprobs
+    return {**logprobs, "content": [_entry(e) if isinstance(e, dict) else e for e in entries]}
+
+
+def _entry(e: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in e.items() if k not in ("prob", "top_probs")}
+    if "prob" in e and "logprob" not in e:
+        out["logprob"] = _log(e["prob"])
+    if "top_probs" in e and "top_logprobs" not in e:
+        top = e["top_probs"]
+        out["top_logprobs"] = ([_entry(c) if isinstance(c, dict) else c for c in top]
+                               if isinstance(top, list) else top)
+    return out
+
+
+def _log(p: Any) -> Any:
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        return p  # left for the reply's type check to refuse
+    return math.log(p) if p > 0 else -math.inf
+
+
+class TokenTable:
+    """The first token id of answer words' spellings, by the server's own tokenizer, each asked once.
+
+    A word's own form (and with a space first) is always kept; its other casings only where they are a
+    single token: "Insect" starts with "In", the way a reply that is no answer starts too ("In the
+    text..."), and biasing it would read that start as an option."""
+
+    def __init__(self, tokenize: Callable[[str], Iterable[int]]) -> None:
+        self._tokenize = tokenize
+        #: spelling → (its first token id, how many tokens it is), or None where it tokenises to nothing
+        self._known: dict[str, tuple[int, int] | None] = {}
+
+    @classmethod
+    def of(cls, client: Any, tokenize: Callable[[str], Iterable[int]] | None) -> TokenTable | None:
+        """A table for a client whose server reads tokens exactly (``jev_exact_readout``), else None."""
+        return cls(tokenize) if tokenize is not None and getattr(client, "jev_exact_readout", False) is True else None
+
+    def ids(self, words: Iterable[str]) -> dict[str, int] | None:
+        """The kept spellings of ``words`` → their first token ids; None when the tokenizer fails."""
+        out: dict[str, int] = {}
+        for word in words:
+            for spelled in spellings(word):
+                if spelled not in self._known:
+                    try:
+                        tokens = [int(t) for t in self._tokenize(spelled)]
+                    except Exception:  # noqa: BLE001 - no table: the window is read, as on any server
+                        return None
+                    self._known[spelled] = (tokens[0], len(tokens)) if tokens else None
+                known = self._known[spelled]
+                if known is not None and (spelled.strip() == word or known[1] == 1):
+                    out[spelled] = known[0]
+        return out or None
