@@ -238,7 +238,8 @@ def to_systemone(req: DecisionsRequest) -> tuple[SystemOneRequest, list[_Asked]]
     """The System One request the engine answers, and how to map its answers back."""
     mapped = [_engine_question(i, q) for i, q in enumerate(req.questions)]
     questions = {str(i): q for i, (q, _) in enumerate(mapped)}
-    return SystemOneRequest(model=req.model, state=_state(req.input), questions=questions), [a for _, a in mapped]
+    sysone = SystemOneRequest.model_validate({"model": req.model, "state": _state(req.input), "questions": questions})
+    return sysone, [a for _, a in mapped]
 
 
 def _answer(asked: _Asked, ans: Any) -> dict[str, Any]:
