@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import decisions_wire
 from .config import GatewayConfig
-from .errors import ApiError
+from .errors import ApiError, api_error
 from .fastpath import SystemOneFastPath
 from .middleware import front
 from .routes import decisions, json_response, models, ops
@@ -46,24 +46,24 @@ def validation_error(exc: RequestValidationError) -> ApiError:
     if first.get("type") == "json_invalid":  # loc is ("body", position): a place in the text, not a field
         pos, doc = first["loc"][-1], exc.body if isinstance(exc.body, str) else ""
         where = _position(doc, pos) if isinstance(pos, int) else "?"
-        return ApiError(422, "invalid_request", f"the body is not JSON: {first.get('ctx', {}).get('error')} "
-                                                f"at {where}")
+        return api_error("invalid_request", f"the body is not JSON: {first.get('ctx', {}).get('error')} "
+                                            f"at {where}")
     loc = [str(p) for p in first.get("loc", ()) if p != "body"]
     if not loc and first.get("type") in ("model_attributes_type", "dict_type", "missing"):
-        return ApiError(422, "invalid_request", "the body must be a JSON object (Content-Type: application/json)")
+        return api_error("invalid_request", "the body must be a JSON object (Content-Type: application/json)")
     qid = loc[1] if len(loc) >= 2 and loc[0] == "questions" else None
-    return ApiError(422, "invalid_request", str(first.get("msg", "invalid request body")),
-                    question_id=qid, field=".".join(loc) or None)
+    return api_error("invalid_request", str(first.get("msg", "invalid request body")),
+                     question_id=qid, field=".".join(loc) or None)
 
 
 def http_error(exc: StarletteHTTPException) -> ApiError:
     """Starlette's and FastAPI's own HTTP errors (a body it could not decode, 404, 405) typed."""
     cause = exc.__cause__
     if isinstance(cause, UnicodeDecodeError):
-        return ApiError(422, "invalid_request", f"the body is not UTF-8 (byte {cause.object[cause.start]:#04x} at "
-                                                f"offset {cause.start})")
+        return api_error("invalid_request", f"the body is not UTF-8 (byte {cause.object[cause.start]:#04x} at "
+                                            f"offset {cause.start})")
     if isinstance(cause, RecursionError):
-        return ApiError(422, "invalid_request", "the body nests too deep to decode (states nest at most 100 levels)")
+        return api_error("invalid_request", "the body nests too deep to decode (states nest at most 100 levels)")
     kind = _HTTP_TYPES.get(exc.status_code, f"http_{exc.status_code}")
     return ApiError(exc.status_code, kind, str(exc.detail), headers=dict(exc.headers or {}))
 

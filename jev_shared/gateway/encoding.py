@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable
 from types import ModuleType
 
-from .errors import ApiError
+from .errors import api_error
 
 
 def _zstandard() -> ModuleType | None:
@@ -67,15 +67,15 @@ def check(header: str | None) -> list[str]:
     header alone, before the body is read or decoded."""
     codings = encodings(header)
     if len(codings) > MAX_CODINGS:
-        raise ApiError(400, "invalid_encoding", f"Content-Encoding stacks {len(codings)} codings; the gateway "
-                                                f"decodes at most {MAX_CODINGS}")
+        raise api_error("invalid_encoding", f"Content-Encoding stacks {len(codings)} codings; the gateway "
+                                            f"decodes at most {MAX_CODINGS}")
     for coding in codings:
         if coding not in SUPPORTED:
-            raise ApiError(415, "unsupported_encoding", f"Content-Encoding {coding!r} is not supported; the gateway "
-                                                        "decodes gzip, deflate and zstd request bodies")
+            raise api_error("unsupported_encoding", f"Content-Encoding {coding!r} is not supported; the gateway "
+                                                    "decodes gzip, deflate and zstd request bodies")
         if coding == "zstd" and zstandard is None:
-            raise ApiError(415, "unsupported_encoding", "Content-Encoding 'zstd' needs the zstandard package "
-                                                        "(pip install -e '.[serve]' from a checkout)")
+            raise api_error("unsupported_encoding", "Content-Encoding 'zstd' needs the zstandard package "
+                                                    "(pip install -e '.[serve]' from a checkout)")
     return codings
 
 
@@ -89,11 +89,11 @@ def decode(body: bytes, header: str | None, limit: int) -> bytes:
         try:
             body = _DECODERS[coding](body, limit)
         except _TooLarge:
-            raise ApiError(413, "payload_too_large", f"the request body decompresses ({coding}) past the limit of "
-                                                     f"{limit} bytes (--max-body-bytes)",
-                           headers={"connection": "close"}) from None
+            raise api_error("payload_too_large", f"the request body decompresses ({coding}) past the limit of "
+                                                 f"{limit} bytes (--max-body-bytes)",
+                            headers={"connection": "close"}) from None
         except _Corrupt as exc:
-            raise ApiError(400, "invalid_encoding", f"the request body is not valid {coding}: {exc}") from None
+            raise api_error("invalid_encoding", f"the request body is not valid {coding}: {exc}") from None
     return body
 
 

@@ -24,7 +24,7 @@ import anyio
 
 from . import encoding
 from .config import GatewayConfig, key_id
-from .errors import ApiError
+from .errors import ApiError, api_error
 from .observe import Metrics, log_access
 
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -145,14 +145,14 @@ class HostCheck(_Refusing):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         if sum(1 for k, _ in scope.get("headers", ()) if k == b"host") > 1:
-            return await self.refuse(scope, send, ApiError(
-                400, "bad_request", "the request has more than one Host header (RFC 9112 section 3.2)",
+            return await self.refuse(scope, send, api_error(
+                "bad_request", "the request has more than one Host header (RFC 9112 section 3.2)",
                 headers={"connection": "close"}))
         if self.config.host_allowed(header(scope, b"host")):
             return await self.app(scope, receive, send)
-        await self.refuse(scope, send, ApiError(
-            403, "host_not_allowed", "without API keys the gateway answers only a loopback Host "
-                                     "(localhost, 127.0.0.1, [::1]) or one given with --allowed-host"))
+        await self.refuse(scope, send, api_error(
+            "host_not_allowed", "without API keys the gateway answers only a loopback Host "
+                                "(localhost, 127.0.0.1, [::1]) or one given with --allowed-host"))
 
 
 class Auth(_Refusing):
@@ -167,8 +167,8 @@ class Auth(_Refusing):
             info(scope)["key"] = presented
         if self._ok(scope["path"], presented):
             return await self.app(scope, receive, send)
-        await self.refuse(scope, send, ApiError(
-            401, "unauthorized", "a valid bearer key is required (Authorization: Bearer <key>)",
+        await self.refuse(scope, send, api_error(
+            "unauthorized", "a valid bearer key is required (Authorization: Bearer <key>)",
             headers={"www-authenticate": "Bearer"}))
 
     def _ok(self, path: str, presented: str | None) -> bool:
@@ -196,8 +196,8 @@ class BodyLimit(_Refusing):
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
         limit = self.config.max_body_bytes
-        too_big = ApiError(413, "payload_too_large", f"the request body is over the limit of {limit} bytes "
-                                                     "(--max-body-bytes)", headers={"connection": "close"})
+        too_big = api_error("payload_too_large", f"the request body is over the limit of {limit} bytes "
+                                                 "(--max-body-bytes)", headers={"connection": "close"})
         declared, coded = header(scope, b"content-length"), header(scope, b"content-encoding")
         if declared and declared.isdigit() and int(declared) > limit:
             return await self.refuse(scope, send, too_big)

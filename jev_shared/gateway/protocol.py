@@ -21,12 +21,15 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .config import GatewayConfig
+from .errors import ERRORS
 
 _REASONS = {400: b"Bad Request", 408: b"Request Timeout", 503: b"Service Unavailable"}
 
 
-def raw_error(status: int, kind: str, message: str) -> bytes:
-    """A complete HTTP/1.1 error response, written straight to the socket (no app is running)."""
+def raw_error(kind: str, message: str) -> bytes:
+    """A complete HTTP/1.1 error response of ``kind`` (its status from the error table), written straight
+    to the socket (no app is running)."""
+    status = ERRORS[kind].status
     body = json.dumps({"error": {"type": kind, "message": message}}).encode()
     head = (b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n"
             % (status, _REASONS[status], len(body)))
@@ -46,14 +49,14 @@ class GuardedProtocol(HttpToolsProtocol):
         self._timer: asyncio.TimerHandle | None = None
         super().connection_made(transport)
         if len(self.connections) > self.limits.max_connections:
-            self._refuse(503, "too_many_connections",
+            self._refuse("too_many_connections",
                          f"the gateway has {self.limits.max_connections} connections open, its limit")
             return
         self._arm(self.limits.header_timeout_s, "header")
 
     def send_400_response(self, msg: str) -> None:
         """A request uvicorn cannot parse as HTTP: the gateway's error shape, not uvicorn's plain text."""
-        self._refuse(400, "bad_request", msg)
+        self._refuse("bad_request", msg)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -85,17 +88,17 @@ class GuardedProtocol(HttpToolsProtocol):
         self._timer = None
         cycle = self.cycle  # the request being read (body), or the one before it (head of the next)
         answer = (cycle is None or cycle.response_complete) if what == "header" else not cycle.response_started
-        self._refuse(408, "request_timeout", f"the request's {what} did not arrive within {seconds:g} s "
-                                             f"(--{what}-timeout)", answer=answer)
+        self._refuse("request_timeout", f"the request's {what} did not arrive within {seconds:g} s "
+                                         f"(--{what}-timeout)", answer=answer)
 
-    def _refuse(self, status: int, kind: str, message: str, answer: bool = True) -> None:
+    def _refuse(self, kind: str, message: str, answer: bool = True) -> None:
         """Answer (unless a response is under way) and close; the app, if reading, sees a disconnect."""
         if self.transport.is_closing():
             return
         if self.on_refuse is not None:
             self.on_refuse(kind)
         if answer:
-            self.transport.write(raw_error(status, kind, message))
+            self.transport.write(raw_error(kind, message))
         cycle = self.cycle
         if cycle is not None and not cycle.response_complete:
             cycle.disconnected = True
@@ -125,8 +128,8 @@ class PerClientLimit(asyncio.Protocol):
             self.refused = True
             if self.on_refuse is not None:
                 self.on_refuse("too_many_connections")
-            transport.write(raw_error(503, "too_many_connections", f"this client has {self.limit} connections "
-                                                                   "open, its limit (--max-connections-per-client)"))
+            transport.write(raw_error("too_many_connections", f"this client has {self.limit} connections "
+                                                              "open, its limit (--max-connections-per-client)"))
             transport.close()
             return
         if address is not None:

@@ -11,16 +11,21 @@ from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from .deps import caller, gateway
-from .errors import from_exception
+from .errors import ERRORS, Row, from_exception
 from .schema import ErrorBody, Health, ModelCard, ModelList, SystemOneReply, SystemOneRequest
 from .service import Gateway
 
-_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorBody, "description": what} for code, what in (
-    (401, "missing or wrong bearer key"), (403, "without keys: a Host that is not loopback"),
-    (404, "unknown model"), (408, "the request's headers or body came too slowly"), (413, "body over the limit"),
-    (422, "a bad question, option or body, named by id and field (or too many questions); nothing was sent"),
-    (429, "the backend throttles, the gateway is full, or the key holds too many backend calls: see Retry-After"),
-    (502, "the backend failed or its answer was unreadable"), (504, "the request or a backend call timed out"))}
+
+def _documented(table: dict[str, Row]) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses`` of every status in the error table: each type named with what it means."""
+    statuses: dict[int, list[str]] = {}
+    for kind, row in table.items():
+        statuses.setdefault(row.status, []).append(f"`{kind}`: {row.what}")
+    return {status: {"model": ErrorBody, "description": "; ".join(lines)} for status, lines in sorted(statuses.items())}
+
+
+#: Every error the gateway sends, from the table the middlewares and the protocol raise from (``errors.ERRORS``).
+_ERRORS = _documented(ERRORS)
 
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:

@@ -18,7 +18,7 @@ from jev_shared import SystemOneResponse, wire_error
 
 from .config import GatewayConfig
 from .engines import EnginePool
-from .errors import ApiError
+from .errors import api_error
 from .observe import Metrics
 from .schema import OptionConflictError, SystemOneRequest, resolve_options
 
@@ -58,13 +58,13 @@ class Gateway:
     def _refuse_if_full(self, key: str, slots: int) -> None:
         cfg = self.config
         if self.in_flight >= cfg.max_in_flight:
-            raise ApiError(429, "overloaded", f"the gateway is answering {self.in_flight} requests, its limit "
-                                              "(--max-in-flight)", headers={"retry-after": str(cfg.retry_after_s)})
+            raise api_error("overloaded", f"the gateway is answering {self.in_flight} requests, its limit "
+                                          "(--max-in-flight)", headers={"retry-after": str(cfg.retry_after_s)})
         if self.key_calls[key] + slots > cfg.max_calls_per_key:
-            raise ApiError(429, "key_overloaded",
-                           f"this key holds {self.key_calls[key]} backend calls in flight and this request needs "
-                           f"{slots}; the limit is {cfg.max_calls_per_key} a key (--max-calls-per-key)",
-                           headers={"retry-after": str(cfg.retry_after_s)})
+            raise api_error("key_overloaded",
+                            f"this key holds {self.key_calls[key]} backend calls in flight and this request needs "
+                            f"{slots}; the limit is {cfg.max_calls_per_key} a key (--max-calls-per-key)",
+                            headers={"retry-after": str(cfg.retry_after_s)})
 
     @contextmanager
     def _holding(self, who: str, slots: int) -> Iterator[None]:
@@ -90,8 +90,8 @@ class Gateway:
     def _check_size(self, req: SystemOneRequest) -> None:
         limit = self.config.max_questions
         if len(req.questions) > limit:
-            raise ApiError(422, "too_many_questions", f"{len(req.questions)} questions in one request; the limit is "
-                                                      f"{limit} (--max-questions)", field="questions")
+            raise api_error("too_many_questions", f"{len(req.questions)} questions in one request; the limit is "
+                                                  f"{limit} (--max-questions)", field="questions")
 
     async def respond(self, req: SystemOneRequest, key: str | None, noted: dict[str, Any]) -> SystemOneResponse:
         """The engine's response for ``req`` on behalf of ``key``, or an ApiError / engine error."""
@@ -100,7 +100,7 @@ class Gateway:
         try:
             opts, total = resolve_options(req, self.pool.defaults)
         except OptionConflictError as exc:
-            raise ApiError(422, "invalid_request", str(exc), field=exc.field) from None
+            raise api_error("invalid_request", str(exc), field=exc.field) from None
         conc = min(opts.max_concurrency, self.config.max_calls_per_key)
         client = self.pool.get(req.model, opts.timeout_seconds)
         timeout = min(total or self.config.default_timeout_s, self.config.max_timeout_s)
