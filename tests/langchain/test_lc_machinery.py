@@ -146,13 +146,19 @@ def test_an_engine_client_refuses_pickle_by_name():
 # -- wrapped chat models as client= -----------------------------------------------------------------------
 
 def test_with_retry_retries_a_decision():
+    from jev_langchain import jev_client_from_chat_model
+
+    def router(model: Any) -> JevRouter:  # the engine retries nothing itself: any second try is the wrapper's
+        return JevRouter(jev_client_from_chat_model(model, max_retries=0), ROUTES)
+
     flaky = Broken(reply=json.dumps(TECH), failures=1)
-    router = JevRouter(flaky.with_retry(stop_after_attempt=2, wait_exponential_jitter=False), ROUTES)
-    assert router.decide("The app crashes").route == "tech"
+    assert router(flaky.with_retry(stop_after_attempt=2, wait_exponential_jitter=False)).decide("x").route == "tech"
+    with pytest.raises(Exception, match="the provider is down"):   # unwrapped, the same outage fails the decision
+        router(Broken(reply=json.dumps(TECH), failures=1)).decide("x")
     bare, wrapped = Broken(reply=""), Broken(reply="")  # always down: every try of the wrapper reaches the model
     for model in (bare, wrapped.with_retry(stop_after_attempt=3, wait_exponential_jitter=False)):
         with pytest.raises(Exception, match="the provider is down"):
-            JevRouter(model, ROUTES).decide("The app crashes")
+            router(model).decide("The app crashes")
     assert bare.calls >= 1 and wrapped.calls == 3 * bare.calls
 
 
