@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from jev_shared import InvalidQuestionError
+from jev_shared.files import open_regular, read_text
 
 from .run import Item, ItemResult
 
@@ -104,9 +105,19 @@ def read_items(path: str | os.PathLike[str], *, column: str | None = None, id_co
     return items
 
 
+def _open_input(p: Path) -> IO[bytes]:
+    """The input file, a regular one (a FIFO, /dev/zero, a folder: InputError, never a hang)."""
+    try:
+        return os.fdopen(open_regular(p), "rb")
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except OSError as exc:
+        raise InputError(str(exc)) from None
+
+
 def _read_jsonl(p: Path) -> list[Item]:
     items = []
-    with p.open("rb") as f:
+    with _open_input(p) as f:
         for n, line in _lines(p, f):
             if not line.strip():
                 continue
@@ -123,7 +134,7 @@ def _read_jsonl(p: Path) -> list[Item]:
 
 
 def _read_csv(p: Path, column: str | None, id_column: str) -> list[Item]:
-    with p.open("rb") as f:
+    with _open_input(p) as f:
         text = "".join(line for _, line in _lines(p, f))
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
@@ -256,8 +267,9 @@ def estimate(client: Any, items: Iterable[Item], questions: Mapping[str, Any], *
 
 
 def load_questions(value: str) -> dict[str, Any]:
-    """``questions.json`` (the System One wire's ``questions`` object), or the JSON itself."""
-    text = value if value.lstrip().startswith("{") else Path(value).read_text(encoding="utf-8")
+    """``questions.json`` (the System One wire's ``questions`` object), or the JSON itself (a file: a regular
+    one, at most ``jev_shared.files.MAX_READ_BYTES``; else ``FileReadError``, an OSError)."""
+    text = value if value.lstrip().startswith("{") else read_text(value)
     questions = json.loads(text)
     if not isinstance(questions, dict):
         raise InvalidQuestionError("questions must be a JSON object of id -> question", field="questions")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from jev_shared.calibration import Calibrator, Record, metrics, recommend_threshold
+from jev_shared.files import read_text
 
 from .backends import add_backend_args, backends, memory, read_questions, sync_client
 
@@ -58,7 +59,7 @@ def _answer_states(rows: list[dict[str, Any]], args: argparse.Namespace) -> list
 
 
 def read_records(args: argparse.Namespace) -> list[Record]:
-    rows = [json.loads(line) for line in args.labelled.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in read_text(args.labelled).splitlines() if line.strip()]
     recorded = [Record(dict(r["probabilities"]), str(r["label"]), r.get("question_id", "")) for r in rows
                 if "probabilities" in r]
     states = [r for r in rows if "probabilities" not in r]

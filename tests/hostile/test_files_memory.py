@@ -7,7 +7,6 @@ import json
 import os
 import threading
 import time
-import warnings
 from pathlib import Path
 
 import pytest
