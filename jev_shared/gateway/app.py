@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
+from fastapi_offline import FastAPIOffline
 from pydantic import TypeAdapter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -109,8 +110,9 @@ def create_app(config: GatewayConfig) -> Any:
         warming.cancel()
         await gw.pool.aclose()
 
-    app = FastAPI(title="jev System One gateway", version="0.1.0", lifespan=lifespan,
-                  description="Typed decisions (choice, score, noul) over any OpenAI-compatible backend.")
+    # /docs and /redoc with Swagger UI's and ReDoc's assets served from the fastapi-offline package: no CDN
+    app = FastAPIOffline(title="jev System One gateway", version="0.1.0", lifespan=lifespan,
+                         description="Typed decisions (choice, score, noul) over any OpenAI-compatible backend.")
     app.state.gateway = gw
     _handlers(app)
     for router in (decisions, decisions_wire.wire, models, ops):
