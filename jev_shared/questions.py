@@ -209,8 +209,20 @@ def prepare_questions(state: Any, questions: Mapping[str, Any], method: str, cli
                 raise InvalidQuestionError(f"expected a question, got {type(q).__name__}", question_id=qid)
     if not isinstance(questions, Mapping) or not questions:
         raise InvalidQuestionError("questions must be a non-empty mapping of id -> question", field="questions")
+    _check_example_ids(call_examples, questions)  # a client's own may name questions other calls ask
     return [prepare_question(qid, q, method, merge_examples(qid, client_examples, call_examples), labels)
             for qid, q in questions.items()]
+
+
+def _check_example_ids(source: Any, questions: Mapping[str, Any]) -> None:
+    """A call's examples by question id name its questions: a typo is refused, never ignored (issue 36, R12)."""
+    if not isinstance(source, Mapping):
+        return
+    unknown = [k for k in source if k not in questions]
+    if unknown:
+        raise InvalidQuestionError(f"examples for {unknown[0]!r}, which is not a question of this call "
+                                   f"(the questions: {sorted(questions)})", question_id=str(unknown[0]),
+                                   field=f"examples.{unknown[0]}")
 
 
 def merge_examples(qid: str, *sources: Any) -> tuple[Example, ...]:

@@ -9,6 +9,7 @@ Anything else becomes a :class:`ProviderError` carrying the status code and the 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
 import random
 import time
@@ -90,7 +91,8 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def retry_after_s(exc: BaseException | None) -> float | None:
-    """The server's own wait, from retry-after-ms or retry-after (seconds), capped."""
+    """The server's own wait, from retry-after-ms or retry-after (seconds or an HTTP date, as the openai
+    SDK reads it), capped at :data:`MAX_RETRY_AFTER_S`; a date in the past is no wait."""
     headers = getattr(getattr(exc, "response", None), "headers", None)
     if not headers:
         return None
@@ -99,11 +101,16 @@ def retry_after_s(exc: BaseException | None) -> float | None:
         if ms is not None:
             return min(float(ms) / 1000.0, MAX_RETRY_AFTER_S)
         s = headers.get("retry-after")
-        if s is not None:
+        if s is None:
+            return None
+        try:
             return min(float(s), MAX_RETRY_AFTER_S)
-    except (TypeError, ValueError):
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(s)  # an HTTP date (RFC 9110), else ValueError
+            wait = when.timestamp() - time.time()
+            return min(max(wait, 0.0), MAX_RETRY_AFTER_S)
+    except (TypeError, ValueError, OverflowError):
         return None
-    return None
 
 
 def provider_message(exc: BaseException) -> str:
