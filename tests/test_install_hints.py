@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,3 +55,18 @@ def test_a_door_without_its_framework_says_which_extra(package, blocked, hint):
     assert out.returncode != 0
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: ") and hint in last
+
+
+def test_no_hint_names_a_pypi_package_of_ours(capsys):
+    """The package is not on PyPI: every hint installs from the checkout (``pip install -e '.[...]'``)."""
+    from jev_shared.cli.backends import INSTALL_HINT, MissingExtra
+
+    pypi = re.compile(r"pip install\s+(?:-U\s+)?['\"]?(?:jev|jev-integrations)\b")
+    for package in ("jev_shared", "jev_langchain", "jev_llamaindex"):
+        for path in (ROOT / package).rglob("*.py"):
+            assert not pypi.search(path.read_text(encoding="utf-8")), path
+    assert "jev-integrations[" not in INSTALL_HINT and "pip install -e '.[serve,local]'" in INSTALL_HINT
+    with pytest.raises(SystemExit) as exc:
+        raise MissingExtra("serve", "uvicorn", "serve")
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1 and "pip install -e '.[serve,local]'" in err

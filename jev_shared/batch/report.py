@@ -28,15 +28,17 @@ def _kind(q: Any) -> str | None:
 
 
 def review_rows(records: Mapping[str, dict[str, Any]], questions: Mapping[str, Any],
-                threshold: float) -> list[dict[str, Any]]:
-    """One row per (item, choice question) answered below ``threshold``, in log order."""
+                threshold: float, states: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per (item, choice question) answered below ``threshold``, in log order; with ``states``
+    (the input's, by the log's id key), each row carries the item's state, for the person reviewing it."""
     rows = []
-    for rec in records.values():
+    for key, rec in records.items():
         answers = rec.get("answers") or {}
         for qid in choice_ids(questions):
             ans = answers.get(qid)
             if ans and ans.get("confidence", 1.0) < threshold:
-                rows.append({"id": rec["id"], "question": qid, "choice": ans.get("choice"),
+                state = {"state": states[key]} if states is not None and key in states else {}
+                rows.append({"id": rec["id"], **state, "question": qid, "choice": ans.get("choice"),
                              "confidence": ans.get("confidence"), "probabilities": ans.get("probabilities")})
     return rows
 

@@ -11,6 +11,7 @@ import os
 import sys
 from contextlib import ExitStack
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from jev_shared.files import MAX_READ_BYTES, FileReadError
 from jev_shared.files import read_text as read_file
@@ -43,6 +44,14 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true",
                    help="keep what the engine learns in this process only, not in the per-user cache "
                         "(also: JEV_NO_CACHE=1)")
+
+
+def shown_url(url: str) -> str:
+    """``url`` fit for a message: no ``user:password@``, no query or fragment (a token may ride there)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def memory(args: argparse.Namespace) -> Any:

@@ -8,7 +8,7 @@ import sys
 from contextlib import ExitStack
 from typing import Any
 
-from .backends import add_backend_args, backends, memory, read_questions, read_state, sync_client
+from .backends import add_backend_args, backends, memory, read_questions, read_state, shown_url, sync_client
 from .checks import seconds, text
 from .decide_batch import add_batch_args
 
@@ -35,7 +35,7 @@ def run_decide(args: argparse.Namespace) -> int:
 
         return run_batch(args)
 
-    from jev_shared import JevError, SystemOneClient, wire_error
+    from jev_shared import JevError, ProviderError, SystemOneClient, wire_error
 
     with ExitStack() as stack:
         try:
@@ -49,7 +49,11 @@ def run_decide(args: argparse.Namespace) -> int:
         try:
             resp = client.system_one(state, questions, timeout=args.timeout)
         except JevError as exc:
-            print(json.dumps({"error": wire_error(exc)}), file=sys.stderr)
+            err = wire_error(exc)
+            if isinstance(exc, ProviderError) and exc.status_hint >= 500:  # name the backend that failed
+                err["backend"] = shown_url(backend.base_url)
+                err["message"] += f" (backend {err['backend']})"
+            print(json.dumps({"error": err}), file=sys.stderr)
             return 2 if exc.status_hint < 500 else 1
         print(json.dumps(resp.model_dump(mode="json", exclude={"debug"}), indent=2))
     return 0

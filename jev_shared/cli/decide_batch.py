@@ -151,7 +151,7 @@ def run_batch(args: argparse.Namespace) -> int:
         status = _decide(args, questions, items, todo, totals)
         if status:
             return status
-    return _finish(args, questions, len(items), len(items) - len(todo), totals)
+    return _finish(args, questions, items, len(items) - len(todo), totals)
 
 
 def _dry_run(questions: dict[str, Any], items: list[Any], todo: list[Any], args: argparse.Namespace) -> int:
@@ -173,7 +173,7 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
     from jev_shared.batch import stream_batch
     from jev_shared.batch.files import AnswerLog
 
-    from .backends import backends, memory, sync_client
+    from .backends import backends, memory, shown_url, sync_client
 
     with ExitStack() as stack:
         backend = next(iter(backends(args, stack).values()))
@@ -182,15 +182,20 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
                                  memory=memory(args))
         prepared = client.prepare(questions)  # the one-time costs, before the bar, so its rate is the run's
         print(f"jev decide: {prepared}", file=sys.stderr, flush=True)
+        totals.started = time.perf_counter()  # decisions/s counts the run, not the start-up and preparation
         bar = make_progress(len(items), len(items) - len(todo), not args.no_progress)
         try:
-            log = stack.enter_context(AnswerLog(args.output))
-            for result in stream_batch(client, todo, questions, concurrency=args.concurrency, totals=totals,
-                                       timeout=args.timeout):
-                log.write(result)
-                if bar is not None:
-                    bar.set_postfix(failed=sum(totals.failed.values()), refresh=False)
-                    bar.update(1)
+            try:
+                log = stack.enter_context(AnswerLog(args.output))
+                for result in stream_batch(client, todo, questions, concurrency=args.concurrency, totals=totals,
+                                           timeout=args.timeout):
+                    log.write(result)
+                    if bar is not None:
+                        bar.set_postfix(failed=sum(totals.failed.values()), refresh=False)
+                        bar.update(1)
+            finally:
+                if bar is not None:  # closed (its last draw) before any message below, never drawn under it
+                    bar.close()
         except KeyboardInterrupt:
             print(f"\njev decide: interrupted; {totals.answered} answered this run are in {args.output}; "
                   "rerun the same command to resume", file=sys.stderr)
@@ -199,22 +204,21 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
             print(f"\njev decide: cannot write {args.output}: {exc.strerror or exc}; the lines written so far are "
                   "kept; free space (or pick another --output) and rerun the same command to resume", file=sys.stderr)
             return EXIT_LOG_WRITE
-        finally:
-            if bar is not None:
-                bar.close()
+        if any(kind.startswith("backend") for kind in totals.failed):
+            print(f"jev decide: backend failures from {shown_url(backend.base_url)}", file=sys.stderr)
     return 0
 
 
-def _finish(args: argparse.Namespace, questions: dict[str, Any], n_input: int, skipped: int, totals: Any) -> int:
-    from jev_shared.batch.files import read_log
+def _finish(args: argparse.Namespace, questions: dict[str, Any], items: list[Any], skipped: int, totals: Any) -> int:
+    from jev_shared.batch.files import id_key, read_log
     from jev_shared.batch.report import render_summary, review_rows, summarize, write_review
 
     records = read_log(args.output)
-    summary = summarize(records, questions, totals, n_input=n_input, skipped=skipped,
+    summary = summarize(records, questions, totals, n_input=len(items), skipped=skipped,
                         threshold=args.review_threshold)
     path = None
     if summary["below_threshold"]:
-        rows = review_rows(records, questions, args.review_threshold)
+        rows = review_rows(records, questions, args.review_threshold, {id_key(i.id): i.state for i in items})
         path = str(review_path(args))
         write_review(path, rows)
         summary["review"] = {"path": path, "rows": len(rows)}
