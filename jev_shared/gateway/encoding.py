@@ -105,7 +105,8 @@ def _zlib(body: bytes, limit: int, wbits: int) -> bytes:
     """One zlib stream (or up to MAX_MEMBERS gzip members, one after another) decoded to at most ``limit`` bytes."""
     view, out, members = memoryview(body), bytearray(), 1
     padded = len(body.rstrip(b"\0"))  # gzip: zeros past the last member are padding
-    d, pos, pending = zlib.decompressobj(wbits), 0, b""
+    d, pos = zlib.decompressobj(wbits), 0
+    pending: bytes | memoryview = b""
     while True:
         if not pending:
             if pos >= len(body):
@@ -150,7 +151,8 @@ def _zstd(body: bytes, limit: int) -> bytes:
             if len(reader.read(limit + 1)) > limit:
                 raise _TooLarge
         view, out, pos, frames = memoryview(body), bytearray(), 0, 0
-        d, pending = None, b""
+        d = None
+        pending: bytes | memoryview = b""
         while pos < len(body) or pending:
             if d is None:
                 frames += 1

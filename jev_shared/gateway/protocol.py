@@ -121,7 +121,7 @@ class PerClientLimit(asyncio.Protocol):
         self.peer: str | None = None
         self.refused = False
 
-    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+    def connection_made(self, transport: Any) -> None:
         peer = transport.get_extra_info("peername")
         address = peer[0] if isinstance(peer, tuple) and peer else None  # a unix socket has none: no cap
         if address is not None and self.open[address] >= self.limit:
