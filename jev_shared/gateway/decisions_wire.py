@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from jev_shared import ChoiceAnswer, ModelRefusalError, NoulAnswer, ScoreAnswer, SystemOneResponse
 
 from .deps import caller, gateway
-from .errors import ApiError, from_exception
+from .errors import ApiError, api_error, from_exception
 from .routes import _ERRORS, json_response
 from .schema import SystemOneRequest
 from .service import Gateway
@@ -190,8 +190,8 @@ def _text(parts: Parts, where: str) -> str:
         elif kind == "refusal" and isinstance(part.get("refusal"), str):
             out.append(part["refusal"])
         else:
-            raise ApiError(422, "invalid_request", f"a {kind!r} part is not read by this gateway (text and "
-                                                   "input_json parts only)", field=f"{where}.{j}.type")
+            raise api_error("invalid_request", f"a {kind!r} part is not read by this gateway (text and "
+                                               "input_json parts only)", field=f"{where}.{j}.type")
     return "\n".join(out)
 
 
@@ -202,13 +202,13 @@ def _state(raw: Parts) -> Any:
     turns = []
     for i, item in enumerate(raw):
         if item.get("type", "message") != "message" or item.get("role") not in _ROLES:
-            raise ApiError(422, "invalid_request", f"input items are messages with a role in {list(_ROLES)}; "
-                                                   f"tool calls and their outputs are not read by this gateway",
-                           field=f"input.{i}.type" if "type" in item else f"input.{i}.role")
+            raise api_error("invalid_request", f"input items are messages with a role in {list(_ROLES)}; "
+                                               "tool calls and their outputs are not read by this gateway",
+                            field=f"input.{i}.type" if "type" in item else f"input.{i}.role")
         content = item.get("content")
         if not isinstance(content, (str, list)):
-            raise ApiError(422, "invalid_request", "a message's content is text or a list of parts",
-                           field=f"input.{i}.content")
+            raise api_error("invalid_request", "a message's content is text or a list of parts",
+                            field=f"input.{i}.content")
         turns.append({"role": item["role"], "content": _text(content, f"input.{i}.content")})
     return turns
 
@@ -220,8 +220,8 @@ def _engine_question(i: int, q: PredicateQuestion | ChoiceQuestion | ScoreQuesti
     if isinstance(q, ChoiceQuestion):
         keys = [_key(c.value) for c in q.choices]
         if len(set(keys)) < len(keys):
-            raise ApiError(422, "invalid_question", f"choice values must be unique (as text: {keys})",
-                           question_id=str(i), field=f"questions.{i}.choices")
+            raise api_error("invalid_question", f"choice values must be unique (as text: {keys})",
+                            question_id=str(i), field=f"questions.{i}.choices")
         criteria = {k: c.description or "" for k, c in zip(keys, q.choices)}
         return ({"type": "choice", "instructions": instructions, "criteria": criteria},
                 _Asked(q.name, "choice", tuple(c.value for c in q.choices)))

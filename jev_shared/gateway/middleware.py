@@ -30,7 +30,7 @@ from .observe import Metrics, log_access
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _BEARER = re.compile(r"^\s*bearer\s+(\S+)\s*$", re.IGNORECASE)
 #: Paths counted under their own label; anything else is "other" (bounded metric cardinality).
-KNOWN_PATHS = frozenset({"/v1/systemone", "/v1/models", "/healthz", "/metrics", "/docs", "/openapi.json"})
+KNOWN_PATHS = frozenset({"/v1/systemone", "/v1/decisions", "/v1/models", "/healthz", "/metrics", "/docs", "/openapi.json"})
 ASGIApp = Any
 #: Compressed bodies decoded at once (worker threads); more wait their turn, off the event loop.
 DECODE_THREADS = 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import zlib
 from typing import Any
 
@@ -18,7 +19,7 @@ import httpx
 import openai
 import pytest
 
-from jev_shared.gateway.routes import _ERRORS
+from jev_shared.gateway.errors import ERRORS
 from tests.gateway.conftest import KEY, MODEL, config_for, running
 from tests.gateway.stub import FaultStub
 from tests.helpers.replies import chat
@@ -192,11 +193,19 @@ def test_openapi_documents_the_route_with_every_status(wire):
         "$ref": "#/components/schemas/DecisionsRequest"}
     assert post["responses"]["200"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/DecisionReply"}
-    for status in _ERRORS:
-        assert post["responses"][str(status)]["content"]["application/json"]["schema"] == {
+    assert set(post["responses"]) == {"200"} | {str(row.status) for row in ERRORS.values()}
+    for kind, row in ERRORS.items():  # the gateway's one error table, as /v1/systemone documents it
+        assert f"`{kind}`" in post["responses"][str(row.status)]["description"], kind
+        assert post["responses"][str(row.status)]["content"]["application/json"]["schema"] == {
             "$ref": "#/components/schemas/DecisionsErrorBody"}
     assert post["security"] == [{"bearer": []}]
     question = spec["components"]["schemas"]["DecisionsRequest"]["properties"]["questions"]["items"]
     assert set(question["discriminator"]["mapping"]) == {"predicate", "choice", "score"}
     validator = pytest.importorskip("openapi_spec_validator")
     validator.validate(spec)
+
+
+def test_metrics_count_the_route_under_its_own_path(wire, sdk):
+    sdk.decisions.create(model=MODEL, input=STATE, questions=[GENUINE])
+    text = httpx.get(wire[0] + "/metrics", timeout=30).text
+    assert re.search(r'jev_gateway_requests_total\{path="/v1/decisions",status="200"\} [1-9]', text)
