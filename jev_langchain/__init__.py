@@ -8,8 +8,10 @@
   call can go to a person (LangGraph's interrupt).
 - :func:`jev_client_from_chat_model` makes the user's own chat model the engine's backend.
 
-The doors take a ``SystemOneClient``, an ``AsyncSystemOneClient``, a LangChain chat model or any
-``BaseDecisionModel``. ``JevToolGuardMiddleware`` needs the ``langchain`` package and is imported on first use.
+The doors take a ``SystemOneClient``, an ``AsyncSystemOneClient``, a LangChain chat model (also one
+wrapped by ``.with_retry()``, ``.with_fallbacks()`` or ``.configurable_fields()``) or any
+``BaseDecisionModel``. The router, the gate and the decision model serialise as LangChain objects
+(``dumpd`` / ``load``); they and the guard pickle (docs/langchain.md, "Serialising and pickling"). ``JevToolGuardMiddleware`` needs the ``langchain`` package and is imported on first use.
 """
 
 import importlib.util
