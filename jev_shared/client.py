@@ -34,6 +34,7 @@ from .options import Examples, Options, check_timeout
 from .preparation import PREPARE_STATE, Preparation, preview_calls
 from .questions import Choice, Noul, Prepared, Score, prepare_questions
 from .record import Record, assemble, hosted_records
+from .redact import remember_secrets
 from .surfaces import MESSAGES, RESPONSES, SURFACE_PATHS, has_path, speaks
 
 
@@ -94,6 +95,7 @@ class _ClientCore:
             client = systemone_client()
         self._speaks = speaks(client)
         _check_client(client, api, self._speaks)
+        remember_secrets(transport.client_secrets(client))  # redacted from every error, log and debug text
         tokenize = getattr(client, "jev_tokenize", None)
         self._tokenize = tokenize if inspect.ismethod(tokenize) or inspect.isfunction(tokenize) else None
         #: Where the server reads the labels' own tokens (LocalServer's llama.cpp): their ids, asked once (exact.py).
