@@ -321,6 +321,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="list the routing options last to first (a position-bias check)")
     ap.add_argument("--debias", action="store_true",
                     help="debias=True: divide out the answer to content-free states (adds a 'debias' row variant)")
+    ap.add_argument("--window", action="store_true",
+                    help="read the top-20 window on the embedded server too, as before issue 32 (a 'window' row "
+                         "variant), to compare with its exact readout")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the server's)")
     ap.add_argument("--set", default="distinct", help="routing names: distinct, collide, numbered, many (bench/sets.py)")
     ap.add_argument("--questions", default=",".join(QUESTIONS), help="the questions to run, comma-separated")
@@ -335,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from sets import swap_routing
 
         RENAME.update(swap_routing(QUESTIONS, args.set))
-    args.variant = ", ".join(v for v in (args.variant, "debias" if args.debias else "",
+    args.variant = ", ".join(v for v in (args.variant, "debias" if args.debias else "", "window" if args.window else "",
                                          "" if args.set == "distinct" else f"{args.set} names") if v)
     out = args.out or (None if args.quick or args.from_raw else ROOT / "docs" / "quality.md")
 
@@ -373,7 +376,9 @@ def collect(args: argparse.Namespace) -> tuple[list[Result], dict[str, Any]]:
             continue
         try:
             # as answered: no calibration applied (the shipped one is judged by scripts/fit_calibration.py)
-            client = SystemOneClient(srv.client(), model=srv.model, debias=args.debias or "auto", debug=False,
+            sdk = srv.client()
+            sdk.jev_exact_readout = not args.window
+            client = SystemOneClient(sdk, model=srv.model, debias=args.debias or "auto", debug=False,
                                      calibrator=None)
             for labels in args.labels.split(","):
                 for shots in (int(s) for s in args.shots.split(",")):

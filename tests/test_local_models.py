@@ -6,6 +6,8 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -25,6 +27,8 @@ from jev_shared.local import (
     is_assembled,
     threads_for_machine,
 )
+
+SPAM = {"spam": {"type": "noul", "instructions": "This message is spam."}}
 
 
 def make_parts(tmp_path, *chunks: bytes):
@@ -259,3 +263,31 @@ def test_the_15b_starts_and_decides_an_easy_choice_zero_shot(qwen15_server):
     resp = client.system_one("Where is my parcel? It still has not arrived and I want to know where it is.", question)
     assert resp.answers["want"].choice == "tracking" and resp.answers["want"].probabilities["tracking"] > 0.5
     assert not resp.debug.get("calibrated")
+
+
+def _jev(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "jev_shared.cli", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "JEV_NO_CACHE": "1"})
+
+
+def test_jev_decide_names_the_embedded_models_and_refuses_an_unknown_one():
+    assert "qwen2.5-coder-1.5b" in _jev("decide", "--help").stdout
+    out = _jev("decide", "--model", "qwen-9000", "--state", "hi", "--questions", json.dumps(SPAM))
+    assert out.returncode == 2 and "qwen2.5-coder-1.5b" in out.stderr and "unknown local model" in out.stderr
+
+
+@pytest.mark.live
+@pytest.mark.qwen
+def test_jev_decide_runs_the_15b_with_model():
+    """``jev decide --model qwen2.5-coder-1.5b`` starts the 1.5B (not the default 0.5B) and answers."""
+    try:
+        QWEN25_CODER_15B.part_paths()
+    except LocalModelError as exc:
+        pytest.skip(str(exc))
+    want = {"want": {"type": "choice", "instructions": "What does the customer want?", "criteria": {
+        "refund": "their money back", "tracking": "to know where their parcel is", "cancel": "to cancel the order"}}}
+    out = _jev("decide", "--model", "qwen2.5-coder-1.5b", "--state", "Where is my parcel? It still has not arrived.",
+               "--questions", json.dumps(want))
+    assert out.returncode == 0, out.stderr
+    assert "embedded model qwen2.5-coder-1.5b" in out.stderr
+    assert json.loads(out.stdout)["answers"]["want"]["choice"] == "tracking"
