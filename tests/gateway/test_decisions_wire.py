@@ -184,6 +184,9 @@ def test_without_the_right_key_is_a_401(wire, key):
             openai.AuthenticationError):
         client.decisions.create(model=MODEL, input=STATE, questions=[GENUINE])
     assert wire[1].requests == before
+    ok = httpx.post(wire[0] + "/v1/decisions", headers={"authorization": f"Bearer {KEY}"}, timeout=30,
+                    json={"model": MODEL, "input": STATE, "questions": [GENUINE]})
+    assert ok.status_code == 200 and ok.json()["answers"][0]["type"] == "predicate"  # the same body, with the key
 
 
 def test_openapi_documents_the_route_with_every_status(wire):
