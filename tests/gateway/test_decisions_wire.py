@@ -24,6 +24,8 @@ from tests.gateway.conftest import KEY, MODEL, config_for, running
 from tests.gateway.stub import FaultStub
 from tests.helpers.replies import chat
 
+pytest.importorskip("openai.resources.decisions", reason="the Decisions client is in openai >= 3")
+
 STATE = "want=billing truth=yes: I was charged twice, please refund."
 TEAM = {"type": "choice", "name": "team", "instructions": "Which team should handle this?",
         "choices": [{"value": "billing", "description": "payments and refunds"},
