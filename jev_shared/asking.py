@@ -22,6 +22,8 @@ from .surfaces import CHAT, Parsed, build_call, check_refusal, parse_reply, stri
 
 T = TypeVar("T")
 Messages = list[dict[str, Any]]
+#: How a repair turn begins (the slot cache knows a readout failed by it: slots.py).
+REPAIR_PREFIX = "Your previous reply was invalid"
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ def ask_until_read(ask: Ask, surface: str, messages: Messages, fields: dict[str,
             ask.record.retry_reasons.append(str(exc))
             messages = messages + [
                 {"role": "assistant", "content": parsed.content or ""},
-                {"role": "user", "content": f"Your previous reply was invalid: {exc}. {repair}"},
+                {"role": "user", "content": f"{REPAIR_PREFIX}: {exc}. {repair}"},
             ]
     raise AssertionError("unreachable")
 

@@ -16,7 +16,10 @@ in a millisecond (``/slots/{id}?action=save|restore``). This keeps one file per 
 
 Files live beside the memory (``<cache>/slots/<model>/``), at most :data:`MAX_FILES` of them and
 :data:`MAX_BYTES` in all, the least recently used dropped; a prompt over :data:`MAX_PROMPT_TOKENS`
-(a reranker's passages, a per-call list: read once, never again) is not kept; a file the server cannot restore is removed. Everything here only makes a call
+(a reranker's passages, a per-call list: read once, never again) is not kept. Each file is written with
+its SHA-256 (``<key>.sha256``) and checked against it before it is restored; a file that does not match,
+that the server cannot restore, or whose restored prompt's answer then fails the readout (its repair
+turn is seen here: the slot is erased first) is removed, and the prompt kept anew. Everything here only makes a call
 faster: a slot that holds something else is read anew by the server, so no answer depends on it.
 Wraps the transport's ``send`` / ``asend`` (``SystemOneClient`` does so for a client that carries
 one: ``client.jev_slots``, set by ``LocalServer.client()`` unless caching is off).
@@ -36,7 +39,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .asking import REPAIR_PREFIX
 from .calls import Call, Reply
+from .files import read_bytes, write_atomic
 from .prompt import state_block
 
 #: Files kept per model (about 12 KB a token for the 0.5B model: ~1.6 MB a question's prompt).
@@ -58,7 +63,22 @@ def _zero_shot(call: Call) -> str | None:
     system, user = messages
     if system.get("role") != "system" or user.get("role") != "user" or not isinstance(user.get("content"), str):
         return None
-    return hashlib.sha256(json.dumps([call.kwargs.get("model"), system.get("content")]).encode()).hexdigest()[:32]
+    return _key(call.kwargs.get("model"), system.get("content"))
+
+
+def _key(model: Any, system: Any) -> str:
+    return hashlib.sha256(json.dumps([model, system]).encode()).hexdigest()[:32]
+
+
+def _repaired(call: Call) -> str | None:
+    """The prompt's key of a repair turn of a zero-shot request (its reply failed the readout), else None."""
+    messages = call.kwargs.get("messages")
+    if not isinstance(messages, list) or len(messages) != 4 or messages[0].get("role") != "system":
+        return None
+    last = messages[-1].get("content")
+    if messages[2].get("role") != "assistant" or not isinstance(last, str) or not last.startswith(REPAIR_PREFIX):
+        return None
+    return _key(call.kwargs.get("model"), messages[0].get("content"))
 
 
 class SlotCache:
@@ -69,10 +89,16 @@ class SlotCache:
         self.folder = folder
         self.n_slots = n_slots
         self._slot: dict[str, int] = {}  # prompt key → its slot on this server (the first n_slots prompts)
+        self._restored: set[str] = set()  # prompts restored from a file into their slot on this server
+        self._rekeep: set[str] = set()  # restored prompts whose answer failed the readout: kept anew
         self._lock = threading.Lock()
 
     def file(self, key: str) -> Path:
         return self.folder / f"{key}.bin"
+
+    def checksum(self, key: str) -> Path:
+        """The SHA-256 of the prompt's file, written with it: a file that does not match is never restored."""
+        return self.folder / f"{key}.sha256"
 
     def plan(self, call: Call) -> tuple[Call, int | None, bool]:
         """(the call to send, pinned to its prompt's slot if this is the prompt's first request here; the
@@ -81,24 +107,57 @@ class SlotCache:
         if key is None:
             return call, None, False
         with self._lock:
+            if key in self._rekeep:  # its restored file failed the readout: the prompt is kept anew
+                self._rekeep.discard(key)
+                return _pinned(call, self._slot[key]), None, True
             if key in self._slot or len(self._slot) >= self.n_slots:
                 return call, None, False  # read on this server already, or no slot of its own left
             slot = self._slot[key] = len(self._slot)
-        kept = self.file(key).is_file()
+        kept = self.file(key).is_file() and self.checksum(key).is_file()
         return _pinned(call, slot), slot if kept else None, not kept
 
-    def restore(self, call: Call, slot: int) -> None:
-        """Load the call's kept prompt into its slot; a file the server refuses is removed."""
+    def restore(self, call: Call, slot: int) -> bool:
+        """Load the call's kept prompt into its slot, if its file matches its checksum; a file that does not,
+        or that the server refuses, is removed (False: then the prompt is kept anew)."""
         key = _zero_shot(call)
         if key is None:
-            return
-        if self._action(slot, "restore", key) is None:
-            self.file(key).unlink(missing_ok=True)  # another llama.cpp's format, a torn write
-            return
+            return False
+        if not self._verified(key) or self._action(slot, "restore", key) is None:
+            self._remove(key)  # bytes changed, a torn write, another llama.cpp's format
+            return False
+        with self._lock:
+            self._restored.add(key)
         try:
             os.utime(self.file(key))  # used now: the oldest-first pruning drops the files not in use
         except OSError:
             pass
+        return True
+
+    def distrust(self, call: Call) -> None:
+        """A repair turn of a restored prompt (its answer failed the readout): the file is removed and the
+        slot erased before the repair is read, and the prompt's next request keeps it anew. No answer
+        depends on a file."""
+        key = _repaired(call)
+        with self._lock:
+            if key is None or key not in self._restored:
+                return
+            self._restored.discard(key)
+            self._rekeep.add(key)
+            slot = self._slot[key]
+        self._remove(key)
+        self._action(slot, "erase", key)
+
+    def _verified(self, key: str) -> bool:
+        try:
+            data = read_bytes(self.file(key), MAX_BYTES, follow_symlinks=False)
+            told = read_bytes(self.checksum(key), 256, follow_symlinks=False).decode("ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            return False
+        return hashlib.sha256(data).hexdigest() == told
+
+    def _remove(self, key: str) -> None:
+        self.file(key).unlink(missing_ok=True)
+        self.checksum(key).unlink(missing_ok=True)
 
     def keep(self, call: Call) -> None:
         """Send the call's content-free twin to its slot, save the slot, and keep the file only if it
@@ -124,8 +183,14 @@ class SlotCache:
         if saved is None:
             return
         extra = saved.get("n_saved", -1) - len(ids)  # a BOS the server adds, the one token it generated
-        if not (0 <= extra <= 2 and _holds(self.file(key), ids)):
-            self.file(key).unlink(missing_ok=True)  # the slot held another request by the time it was saved
+        data = _read(self.file(key))
+        if not (0 <= extra <= 2 and data is not None and _holds(data, ids)):
+            self._remove(key)  # the slot held another request by the time it was saved
+            return
+        try:
+            write_atomic(self.checksum(key), hashlib.sha256(data).hexdigest() + "\n")
+        except OSError:
+            self._remove(key)
             return
         self._prune()
 
@@ -147,14 +212,15 @@ class SlotCache:
         for rank, (_, size, path) in enumerate(sorted(_stats(self.folder), reverse=True)):
             total += size
             if rank >= MAX_FILES or total > MAX_BYTES:
-                path.unlink(missing_ok=True)
+                self._remove(path.stem)
 
     def wrap(self, send: Callable[[Call], Reply]) -> Callable[[Call], Reply]:
         """``send`` with this cache around it (sync)."""
         def sending(call: Call) -> Reply:
+            self.distrust(call)
             call, slot, keep = self.plan(call)
-            if slot is not None:
-                self.restore(call, slot)
+            if slot is not None and not self.restore(call, slot):
+                keep = True
             reply = send(call)
             if keep:  # before the flow's next request, which would take the slot
                 self.keep(call)
@@ -164,9 +230,11 @@ class SlotCache:
     def awrap(self, asend: Callable[[Call], Awaitable[Reply]]) -> Callable[[Call], Awaitable[Reply]]:
         """``asend`` with this cache around it; its loopback requests run off the event loop."""
         async def sending(call: Call) -> Reply:
+            if _repaired(call) is not None:
+                await asyncio.to_thread(self.distrust, call)
             call, slot, keep = self.plan(call)
-            if slot is not None:
-                await asyncio.to_thread(self.restore, call, slot)
+            if slot is not None and not await asyncio.to_thread(self.restore, call, slot):
+                keep = True
             reply = await asend(call)
             if keep:
                 await asyncio.to_thread(self.keep, call)
@@ -190,9 +258,14 @@ def _pinned(call: Call, slot: int) -> Call:
     return replace(call, kwargs={**call.kwargs, "extra_body": {**(call.kwargs.get("extra_body") or {}), "id_slot": slot}})
 
 
-def _holds(path: Path, ids: list[int]) -> bool:
-    """Whether a saved slot holds these token ids in a row (llama.cpp stores a slot's tokens as int32)."""
+def _read(path: Path) -> bytes | None:
+    """A saved slot's bytes (a regular file, not a symlink, at most MAX_BYTES), or None."""
     try:
-        return struct.pack(f"<{len(ids)}i", *ids) in path.read_bytes()
+        return read_bytes(path, MAX_BYTES, follow_symlinks=False)
     except OSError:
-        return False
+        return None
+
+
+def _holds(data: bytes, ids: list[int]) -> bool:
+    """Whether a saved slot holds these token ids in a row (llama.cpp stores a slot's tokens as int32)."""
+    return struct.pack(f"<{len(ids)}i", *ids) in data
