@@ -66,4 +66,4 @@ def test_workers_must_be_positive(tmp_path):
                            "http://127.0.0.1:9/v1", "--model", "m"], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert done.returncode == 2
-    assert "--workers must be at least 1" in done.stderr
+    assert "argument --workers: '0' is not an integer of at least 1" in done.stderr
