@@ -8,9 +8,11 @@ A block is tested as the HTML comment on the line just above its fence says (inv
     <!-- readme-test: structure -->            checked, not run: the scripts it names exist and parse
     <!-- readme-test: qwen (expects "^billing ") -->  ... and what it prints must match ^billing (re.M)
 
-Every python and bash block of README.md carries one. A docs/*.md block without one is a fragment (it uses
-names the page defines around it, or a provider key): it is not run, but its install lines and `jev` flags are
-checked like every other block's. `pip install` lines are never run; they are checked against pyproject.toml.
+Every python and bash block of README.md carries one. A docs/*.md python block without one runs offline, as
+written (tests/test_docs_blocks.py), unless `<!-- docs-test: fragment (why) -->` marks it a fragment on purpose
+(it uses names the page defines around it, or a provider key); a docs bash block without one is not run. Every
+block's install lines and `jev` flags are checked. `pip install` lines are never run; they are checked against
+pyproject.toml.
 """
 
 from __future__ import annotations
