@@ -77,3 +77,14 @@ def test_the_client_keeps_at_most_its_pool_in_flight():
 
     asyncio.run(main())
     assert peak == 3
+
+
+def test_the_bound_is_the_pools_own_size_at_most_64():
+    from jev_shared.transport import MAX_IN_FLIGHT, in_flight_limit
+
+    ten = openai.AsyncOpenAI(base_url="http://x/v1", api_key="k",
+                             http_client=httpx.AsyncClient(limits=httpx.Limits(max_connections=10)))
+    client = AsyncSystemOneClient(ten, model="m", api="chat_completions")
+    assert in_flight_limit(client.client) == 10  # read through the engine's own copy of the SDK client
+    assert in_flight_limit(openai.AsyncOpenAI(base_url="http://x/v1", api_key="k")) == MAX_IN_FLIGHT == 64
+    assert in_flight_limit(object()) == MAX_IN_FLIGHT
