@@ -57,6 +57,7 @@ from .calibration_metrics import (
     recommend_threshold,
     wilson_lower,
 )
+from .files import read_text
 from .models import canonical
 
 GLOBAL = "*"
@@ -244,7 +245,7 @@ class Calibrator:
 
     @classmethod
     def load(cls, path: str | Path) -> Calibrator:
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        return cls.from_dict(json.loads(read_text(path)))  # a regular file, bounded (files.MAX_READ_BYTES)
 
 
 #: Calibrations fitted on this project's labelled data, one file per model (``calibrations/<model>.json``).

