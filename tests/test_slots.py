@@ -7,6 +7,7 @@ to read anew (``timings.prompt_n``) and the tokens a kept file holds.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import struct
 from pathlib import Path
@@ -84,10 +85,10 @@ def test_a_file_the_server_cannot_restore_is_removed_and_kept_anew(tmp_path: Pat
     with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
         resp = SystemOneClient(srv.client(), model=srv.model).system_one(STATE, QUESTIONS)
     assert resp.choices["team"].choice == expected.choices["team"].choice
-    assert list(tmp_path.glob("*.bin")) == []  # removed; the next server keeps the prompts again
-    with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
-        SystemOneClient(srv.client(), model=srv.model).system_one(STATE, QUESTIONS)
-    assert len(list(tmp_path.glob("*.bin"))) == 2
+    files = sorted(tmp_path.glob("*.bin"))  # refused by their checksum before restoring, and kept anew at once
+    assert len(files) == 2 and all(f.read_bytes() != b"not a llama.cpp state file" for f in files)
+    assert all(f.with_suffix(".sha256").read_text().strip() == hashlib.sha256(f.read_bytes()).hexdigest()
+               for f in files)
 
 
 class _Raced(SlotCache):
