@@ -14,7 +14,7 @@ URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")
 REDACTED = "[REDACTED]"
 #: Credentials the clients carry (``remember_secrets``), redacted from every text whatever their shape;
 #: the most recent are kept. Shorter values are left: they would redact ordinary words.
-MAX_KNOWN, MIN_SECRET_CHARS = 256, 6
+MAX_KNOWN, MIN_SECRET_CHARS = 256, 8
 _known: dict[str, None] = {}
 _known_lock = threading.Lock()
 
