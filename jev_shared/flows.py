@@ -29,7 +29,7 @@ from .methods import TOKEN_READOUT, answer_format, example_json, request_fields
 from .priors import CONTENT_FREE, content_free_prior, debias_prior, examples_prior
 from .prompt import render, symbols_of
 from .questions import MAX_SINGLE_TOKEN_LABELS
-from .readout import Readout, divide_prior, humble, read_labels, softmax_labels
+from .readout import Readout, divide_prior, humble, read_labels, softmax_labels, split_shared
 from .surfaces import (
     CHAT,
     MESSAGES,
@@ -134,7 +134,7 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
         if not (parsed.content or "").strip() and parsed.reasoning and not _has_tokens(parsed.logprobs):
             raise LabelReadoutError("the server sent reasoning but no answer (a reasoning-only reply); turn thinking off")
         ro = read_labels(parsed.logprobs, symbols, content=parsed.content, missing=missing,  # type: ignore[arg-type]
-                         method=method, fold=style.fold)
+                         method=method, fold=style.fold, split=exact)
         if ro.no_signal and opts.strict_labels:
             raise LabelReadoutError(f"first token {ro.sampled!r} is not one of the labels {list(symbols)}, nor is any "
                                     "token in the window")
@@ -146,9 +146,10 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
     repair = f"Reply with exactly one of these labels and nothing else: {', '.join(symbols)}."
     messages = render(prep, ask.state, layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
     fields, extra = request_fields(method, prep, opts.method_config, symbols)
+    exact = is_exact(fields, extra)
     try:
         _, ro = yield from ask_until_read(ask, surface, messages, fields, extra, read, repairable, repair)
-        if is_exact(fields, extra):  # every symbol's own first token read, no window (exact.py)
+        if exact:  # every symbol's own first token read, no window (exact.py)
             ro.source = EXACT_SOURCE
     except AmbiguousNamesError as exc:
         if not (style.named_choice and surface == CHAT):  # a prefill is a Chat Completions message
@@ -174,7 +175,10 @@ def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, 
     exact = is_exact(fields, extra)
     fields, extra = window_only(fields, extra, ask.options.top_logprobs)  # the next token: the window
     cond = yield from read_on(ask, surface, messages, fields, extra, exc.token, group, CONTINUATION_DEPTH)
-    ro = softmax_labels(symbols, chain(exc.logprob, cond, exc.best), exc.returned, "floor", exc.token, "logprobs")
+    best = exc.best
+    if exact:  # the names of other shared tokens: their share, not the floor (the read gave every first token)
+        best = split_shared(symbols, best, {t: lp for t, lp in exc.shared.items() if t != exc.token})
+    ro = softmax_labels(symbols, chain(exc.logprob, cond, best), exc.returned, "floor", exc.token, "logprobs")
     ro.source = (EXACT_SOURCE if exact else "logprobs") + "+continuation"
     ask.record.note("continuation", {"prefix": exc.token, "group": group, "conditional": cond})
     return ro

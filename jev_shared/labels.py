@@ -25,13 +25,16 @@ class AmbiguousNamesError(LabelReadoutError):
     """The window's best token starts several option names: continue from it, or read with letters.
 
     Carries what the window said: the token, its logprob, and the best logprob of each name it did
-    tell apart (``best``), with every logprob returned (``returned``, for the floor)."""
+    tell apart (``best``), with every logprob returned (``returned``, for the floor) and every token that
+    starts several names (``shared``, token → its best logprob)."""
 
     def __init__(self, message: str, *, token: str = "", logprob: float = 0.0,
-                 best: dict[str, float] | None = None, returned: list[float] | None = None) -> None:
+                 best: dict[str, float] | None = None, returned: list[float] | None = None,
+                 shared: dict[str, float] | None = None) -> None:
         super().__init__(message)
         self.token, self.logprob = token, logprob
         self.best, self.returned = dict(best or {}), list(returned or [])
+        self.shared = dict(shared or {})
 
 
 def fold_label(token: str, labels: frozenset[str]) -> str | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import LabelReadoutError
-from .labels import AMBIGUOUS, AmbiguousNamesError, Fold, letter_fold
+from .labels import AMBIGUOUS, AmbiguousNamesError, Fold, letter_fold, names_starting
 
 Missing = Literal["zero", "floor"]
 
@@ -86,11 +86,14 @@ def read_labels(
     missing: Missing = "zero",
     method: str = "logprobs",
     fold: Fold | None = None,
+    split: bool = False,
 ) -> Readout:
     """Fold the window onto ``labels``, keep the best variant of each, softmax over labels only.
 
     ``fold`` maps a token to a label (default: letter folding); a token it calls AMBIGUOUS and that
     outranks every label raises :class:`AmbiguousNamesError`, so the caller can re-ask with letters.
+    ``split`` (an exact read, where every label's first token is in the reply): a name read by no token
+    of its own gets its share of a token it shares with others (:func:`split_shared`), never the floor.
     """
     fold = fold or letter_fold(labels)
     entries = _get(logprobs, "content") if logprobs is not None else None
@@ -116,15 +119,19 @@ def read_labels(
             provider_cannot=True,
         )
 
-    best, returned = _fold_window([{"token": sampled, "logprob": sampled_lp}, *window], fold)
+    best, returned, shared = _fold_window([{"token": sampled, "logprob": sampled_lp}, *window], fold)
+    if split:
+        best = split_shared(labels, best, shared)
     if not best:
         return Readout([1.0 / len(labels)] * len(labels), list(labels), True, False, sampled, {}, method)
     return softmax_labels(labels, best, returned, missing, sampled, method)
 
 
-def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], list[float]]:
-    """(the best logprob of each label, every logprob returned); an ambiguous first token raises."""
+def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], list[float], dict[str, float]]:
+    """(the best logprob of each label, every logprob returned, each token that starts several names →
+    its best logprob); an ambiguous first token that outranks every label raises."""
     best: dict[str, float] = {}
+    shared: dict[str, float] = {}
     ambiguous, ambiguous_token = -math.inf, ""
     returned: list[float] = []
     for cand in candidates:
@@ -137,6 +144,8 @@ def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], l
         returned.append(lp)
         label = fold(str(_get(cand, "token") or ""))
         if label == AMBIGUOUS:
+            token = str(_get(cand, "token") or "")
+            shared[token] = max(lp, shared.get(token, -math.inf))
             if lp > ambiguous:
                 ambiguous, ambiguous_token = lp, str(_get(cand, "token") or "")
         elif label is not None and (label not in best or lp > best[label]):
@@ -144,8 +153,22 @@ def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], l
     if ambiguous > max(best.values(), default=-math.inf):
         raise AmbiguousNamesError(
             f"the most likely first token {ambiguous_token!r} starts more than one option name",
-            token=ambiguous_token, logprob=ambiguous, best=best, returned=returned)
-    return best, returned
+            token=ambiguous_token, logprob=ambiguous, best=best, returned=returned, shared=shared)
+    return best, returned, shared
+
+
+def split_shared(labels: Sequence[str], best: dict[str, float], shared: dict[str, float]) -> dict[str, float]:
+    """``best``, with each name no token of its own was read for given an even share of the likeliest
+    token that starts it and other names: P(token) / k over the k names it starts. Not read on (that is
+    the continuation call's job, for the token that leads), but not floored either."""
+    out = dict(best)
+    for token, lp in shared.items():
+        group = names_starting(token, labels)
+        for name in group:
+            share = lp - math.log(len(group))
+            if name not in best and share > out.get(name, -math.inf):
+                out[name] = share
+    return out
 
 
 def softmax_labels(labels: Sequence[str], best: dict[str, float], returned: list[float], missing: Missing,

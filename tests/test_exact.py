@@ -191,3 +191,24 @@ def test_the_post_sampling_shape_is_read_as_logprobs_and_others_are_untouched():
                                                           pytest.approx(math.log(0.25)), -math.inf]
     plain = {"content": [{"token": "a", "logprob": -0.1, "top_logprobs": []}]}
     assert as_logprobs(plain) is plain and as_logprobs(None) is None
+
+
+def test_names_that_share_a_first_token_below_the_top_get_their_share_not_the_floor():
+    """alarm_query / alarm_set share "alarm", which does not lead: no continuation call, and each gets half of
+    P(alarm) from the exact read (the window floored both at its lowest logprob)."""
+    names = WORDS[:61] + list(SHARED)
+    question = {"q": Choice(instructions="Which option?", criteria={n: f"option {n}" for n in names})}
+    seen: list[dict] = []
+    sdk = server(names, "opt40", seen)
+    sdk.jev_exact_readout = True
+    resp = client_for(sdk).system_one("pick forty", question)
+    probs = resp.answers["q"].probabilities
+    assert resp.usage.n_calls == 1 and resp.answers["q"].choice == "opt40" and len(probs) == 64
+    _, lps = fake_model(names, "opt40")
+    vocab = vocabulary(names)
+    firsts = dict.fromkeys(n.split("_")[0] for n in names)
+    z = sum(math.exp(lps[vocab[f]]) for f in firsts)
+    assert probs["alarm_query"] == pytest.approx(math.exp(lps[vocab["alarm"]]) / 2 / z, rel=1e-6)
+    assert probs["alarm_set"] == probs["alarm_query"] and probs["query"] == pytest.approx(
+        math.exp(lps[vocab["query"]]) / z, rel=1e-6)
+    assert resp.debug["questions"]["q"]["readout"]["labels_missing"] == []
