@@ -180,8 +180,9 @@ class _ClientCore:
         """The answer words' token ids, where this server reads them exactly and a token readout may run."""
         if self._token_table is None or opts.hosted or opts.method not in ("logprobs", "auto"):
             return opts
-        ids = self._token_table.ids(w for p in preps for w in answer_words(p, opts.labels))
-        return dataclasses.replace(opts, token_ids=ids) if ids else opts
+        words = [w for p in preps for w in answer_words(p, opts.labels)]
+        ids = self._token_table.ids(words)
+        return dataclasses.replace(opts, token_ids=ids, token_paths=self._token_table.paths(words)) if ids else opts
 
     def _with_checked_aliases(self, prep: Prepared, tokenize: Callable[[str], Any]) -> Prepared:
         key = (prep.keys, prep.descriptions)

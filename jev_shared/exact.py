@@ -11,6 +11,10 @@ server) that is one call, as cheap as the window (measured, docs/quality.md):
   renormalised over the biased tokens (an equal bias cancels in the ratio), every one of them;
 * ``top_logprobs`` (llama.cpp's ``n_probs``) sized to the number of those tokens.
 
+A prefix several names share (``alarm`` of ``alarm_query`` / ``alarm_set``) is read on by a continuation
+call (:mod:`flows`); where that prefix is the names' own first token, the call biases the names' own next
+tokens (:func:`next_ids`) in the same way, else it reads the window.
+
 Measured and left: ``top_logprobs`` above 20 is accepted but still a window (a rare label may rank below
 any k); a GBNF grammar with ``post_sampling_probs`` returns tokens the grammar forbids (llama.cpp applies
 the grammar only when the sampled token breaks it); ``logit_bias`` alone leaves the raw ``top_logprobs``
@@ -60,6 +64,21 @@ def exact_fields(ids: Sequence[int]) -> tuple[dict[str, Any], dict[str, Any]]:
     fields = {"temperature": 1.0, "top_p": 1.0, "seed": 0, "top_logprobs": len(ids),
               "logit_bias": {str(i): EXACT_BIAS for i in ids}}
     return fields, dict(EXACT_EXTRA)
+
+
+def next_ids(group: Sequence[str], prefix_ids: tuple[int, ...] | None,
+             paths: Mapping[str, tuple[int, ...]] | None) -> list[int] | None:
+    """The token each name of ``group`` goes on with after ``prefix_ids`` (a continuation read exactly), or
+    None where a name does not start with those very tokens or ends there (the window is read then)."""
+    if not prefix_ids or not paths:
+        return None
+    k, out = len(prefix_ids), []
+    for name in group:
+        path = paths.get(name)
+        if path is None or len(path) <= k or tuple(path[:k]) != prefix_ids:
+            return None
+        out.append(path[k])
+    return sorted(set(out))
 
 
 def is_exact(fields: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
@@ -114,8 +133,8 @@ class TokenTable:
 
     def __init__(self, tokenize: Callable[[str], Iterable[int]]) -> None:
         self._tokenize = tokenize
-        #: spelling → (its first token id, how many tokens it is), or None where it tokenises to nothing
-        self._known: dict[str, tuple[int, int] | None] = {}
+        #: spelling → its token ids (empty where it tokenises to nothing)
+        self._known: dict[str, tuple[int, ...]] = {}
 
     @classmethod
     def of(cls, client: Any, tokenize: Callable[[str], Iterable[int]] | None) -> TokenTable | None:
@@ -127,13 +146,26 @@ class TokenTable:
         out: dict[str, int] = {}
         for word in words:
             for spelled in spellings(word):
-                if spelled not in self._known:
-                    try:
-                        tokens = [int(t) for t in self._tokenize(spelled)]
-                    except Exception:  # noqa: BLE001 - no table: the window is read, as on any server
-                        return None
-                    self._known[spelled] = (tokens[0], len(tokens)) if tokens else None
-                known = self._known[spelled]
-                if known is not None and (spelled.strip() == word or known[1] == 1):
-                    out[spelled] = known[0]
+                tokens = self._tokens(spelled)
+                if tokens is None:
+                    return None
+                if tokens and (spelled.strip() == word or len(tokens) == 1):
+                    out[spelled] = tokens[0]
         return out or None
+
+    def paths(self, words: Iterable[str]) -> dict[str, tuple[int, ...]]:
+        """Each word as given → all its token ids (for reading a shared prefix on, :func:`next_ids`)."""
+        out = {}
+        for word in words:
+            tokens = self._tokens(word)
+            if tokens:
+                out[word] = tokens
+        return out
+
+    def _tokens(self, spelled: str) -> tuple[int, ...] | None:
+        if spelled not in self._known:
+            try:
+                self._known[spelled] = tuple(int(t) for t in self._tokenize(spelled))
+            except Exception:  # noqa: BLE001 - no table: the window is read, as on any server
+                return None
+        return self._known[spelled]

@@ -21,7 +21,7 @@ from .asking import Ask, Messages, ask_until_read, call
 from .calls import Flow, Reply
 from .continuation import PREFILL_FIELDS, chain, conditional, shared_lead, window_of
 from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError, MalformedAnswerError, ProviderError
-from .exact import EXACT_SOURCE, is_exact, window_only
+from .exact import EXACT_SOURCE, exact_fields, is_exact, next_ids, window_only
 from .faults import cannot_carry, logprobs_value_complaint
 from .json_readout import parse_object, read_json, strip_think
 from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, names_starting, style_for
@@ -173,8 +173,9 @@ def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, 
     """One more one-token call with the shared prefix already answered: P(name) = P(prefix)·P(rest | prefix)."""
     group = names_starting(exc.token, symbols)
     exact = is_exact(fields, extra)
-    fields, extra = window_only(fields, extra, ask.options.top_logprobs)  # the next token: the window
-    cond = yield from read_on(ask, surface, messages, fields, extra, exc.token, group, CONTINUATION_DEPTH)
+    fields, extra = window_only(fields, extra, ask.options.top_logprobs)  # the next token: the names' own, or the window
+    ids = (exc.token_id,) if exact and exc.token_id is not None else None
+    cond = yield from read_on(ask, surface, messages, fields, extra, exc.token, group, CONTINUATION_DEPTH, ids)
     best = exc.best
     if exact:  # the names of other shared tokens: their share, not the floor (the read gave every first token)
         best = split_shared(symbols, best, {t: lp for t, lp in exc.shared.items() if t != exc.token})
@@ -189,17 +190,28 @@ CONTINUATION_DEPTH = 3
 
 
 def read_on(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
-            prefix: str, group: list[str], depth: int) -> Flow[dict[str, float]]:
+            prefix: str, group: list[str], depth: int,
+            prefix_ids: tuple[int, ...] | None = None) -> Flow[dict[str, float]]:
     """P(name | prefix) over the group; a next token still shared by several names is read on in turn, so
-    names that share more than one token are told apart by the model, not tied and broken by their order."""
+    names that share more than one token are told apart by the model, not tied and broken by their order.
+    Where the prefix is the names' own first tokens (``prefix_ids``, an exact read), the names' own next
+    tokens are read (:mod:`exact`), not the window."""
     prefill = messages + [{"role": "assistant", "content": prefix}]
-    parsed = yield from call(ask, surface, prefill, fields, {**extra, **PREFILL_FIELDS})
+    paths = ask.options.token_paths
+    ids = next_ids(group, prefix_ids, paths)
+    sent, sent_extra = fields, extra
+    if ids:
+        exact, exact_extra = exact_fields(ids)
+        sent, sent_extra = {**fields, **exact}, {**extra, **exact_extra}
+    parsed = yield from call(ask, surface, prefill, sent, {**sent_extra, **PREFILL_FIELDS})
     window = window_of(parsed.logprobs, parsed.content)
     lead = shared_lead(prefix, group, window) if depth > 1 else None
     splits = {}
     if lead is not None:
         token, hits = lead
-        splits[token] = yield from read_on(ask, surface, messages, fields, extra, prefix + token, hits, depth - 1)
+        deeper = {paths[h][len(prefix_ids)] for h in hits} if ids and paths and prefix_ids else set()
+        more = prefix_ids + (deeper.pop(),) if prefix_ids and len(deeper) == 1 else None
+        splits[token] = yield from read_on(ask, surface, messages, fields, extra, prefix + token, hits, depth - 1, more)
     return conditional(prefix, group, window, splits)
 
 

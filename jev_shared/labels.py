@@ -30,9 +30,9 @@ class AmbiguousNamesError(LabelReadoutError):
 
     def __init__(self, message: str, *, token: str = "", logprob: float = 0.0,
                  best: dict[str, float] | None = None, returned: list[float] | None = None,
-                 shared: dict[str, float] | None = None) -> None:
+                 shared: dict[str, float] | None = None, token_id: int | None = None) -> None:
         super().__init__(message)
-        self.token, self.logprob = token, logprob
+        self.token, self.logprob, self.token_id = token, logprob, token_id
         self.best, self.returned = dict(best or {}), list(returned or [])
         self.shared = dict(shared or {})
 

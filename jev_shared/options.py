@@ -62,6 +62,8 @@ class Options:
     #: Set per call by the client, not by users: the first token id of each answer word's spellings,
     #: where the server reads those tokens exactly (``LocalServer``'s llama.cpp, :mod:`exact`).
     token_ids: Mapping[str, int] | None = None
+    #: With ``token_ids``: each answer word's own token ids, so a shared prefix is read on exactly too.
+    token_paths: Mapping[str, tuple[int, ...]] | None = None
 
     def __post_init__(self) -> None:
         check_choice("method", self.method, METHODS)

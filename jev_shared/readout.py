@@ -119,7 +119,8 @@ def read_labels(
             provider_cannot=True,
         )
 
-    best, returned, shared = _fold_window([{"token": sampled, "logprob": sampled_lp}, *window], fold)
+    best, returned, shared = _fold_window([{"token": sampled, "logprob": sampled_lp, "id": _get(entry, "id")}, *window],
+                                         fold)
     if split:
         best = split_shared(labels, best, shared)
     if not best:
@@ -132,7 +133,7 @@ def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], l
     its best logprob); an ambiguous first token that outranks every label raises."""
     best: dict[str, float] = {}
     shared: dict[str, float] = {}
-    ambiguous, ambiguous_token = -math.inf, ""
+    ambiguous, ambiguous_token, ambiguous_id = -math.inf, "", None
     returned: list[float] = []
     for cand in candidates:
         lp = _get(cand, "logprob")
@@ -147,13 +148,14 @@ def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], l
             token = str(_get(cand, "token") or "")
             shared[token] = max(lp, shared.get(token, -math.inf))
             if lp > ambiguous:
-                ambiguous, ambiguous_token = lp, str(_get(cand, "token") or "")
+                ambiguous, ambiguous_token, ambiguous_id = lp, token, _get(cand, "id")
         elif label is not None and (label not in best or lp > best[label]):
             best[label] = lp  # -inf included: a label reported at -inf is a reported zero, not a missing one
     if ambiguous > max(best.values(), default=-math.inf):
         raise AmbiguousNamesError(
             f"the most likely first token {ambiguous_token!r} starts more than one option name",
-            token=ambiguous_token, logprob=ambiguous, best=best, returned=returned, shared=shared)
+            token=ambiguous_token, logprob=ambiguous, best=best, returned=returned, shared=shared,
+            token_id=ambiguous_id if isinstance(ambiguous_id, int) and not isinstance(ambiguous_id, bool) else None)
     return best, returned, shared
 
 

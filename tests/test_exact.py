@@ -57,7 +57,7 @@ def tokenizer(names: list[str]):
     return tokenize
 
 
-def server(names: list[str], favourite: str, seen: list[dict]) -> openai.OpenAI:
+def server(names: list[str], favourite: str, seen: list[dict], with_ids: bool = True) -> openai.OpenAI:
     tokens, lps = fake_model(names, favourite)
 
     def reply(request: httpx.Request) -> httpx.Response:
@@ -67,9 +67,9 @@ def server(names: list[str], favourite: str, seen: list[dict]) -> openai.OpenAI:
         if "logit_bias" in body and body.get("post_sampling_probs"):
             ids = [int(i) for i in body["logit_bias"]]
             z = math.log(sum(math.exp(lps[i]) for i in ids))
-            window = sorted(((tokens[i], math.exp(lps[i] - z)) for i in ids), key=lambda t: -t[1])[:k]
-            alts = [{"id": 0, "token": t, "prob": p} for t, p in window]
-            entry = {"token": window[0][0], "prob": window[0][1], "top_probs": alts}
+            top = sorted(((i, math.exp(lps[i] - z)) for i in ids), key=lambda t: -t[1])[:k]
+            alts = [{"id": i if with_ids else None, "token": tokens[i], "prob": p} for i, p in top]
+            entry = {**alts[0], "top_probs": alts}
         else:
             if body["messages"][-1]["role"] == "assistant":  # a continuation: "alarm" read on
                 window = [("_set", -0.3), ("_query", -1.4), ("s", -5.0)]
@@ -124,9 +124,9 @@ def test_a_64_option_question_reads_every_options_probability_on_a_server_that_a
     assert "logit_bias" not in plain[0] and plain[0]["top_logprobs"] == 20 and plain[0]["temperature"] == 0
 
 
-def test_names_sharing_a_first_token_are_read_on_through_the_window():
+def test_names_sharing_a_first_token_are_read_on_exactly_too():
     """alarm_query / alarm_set share "alarm": the exact read gives P(alarm) among every name's first token,
-    the continuation call (no bias: the next token's candidates are not the names' first tokens) splits it."""
+    the continuation call reads the names' own next tokens ("_query", "_set", from the tokenizer) and splits it."""
     names = list(SHARED)
     seen: list[dict] = []
     sdk = server(names, "alarm_query", seen)
@@ -134,10 +134,27 @@ def test_names_sharing_a_first_token_are_read_on_through_the_window():
     resp = client_for(sdk).system_one("wake me at 7", {"q": Choice(instructions="Which intent?", criteria=SHARED)})
     probs = resp.answers["q"].probabilities
     assert resp.usage.n_calls == 2 and resp.debug["questions"]["q"]["readout"]["source"] == EXACT_SOURCE + "+continuation"
-    assert "logit_bias" in seen[0] and "logit_bias" not in seen[1] and "post_sampling_probs" not in seen[1]
-    assert seen[1]["temperature"] == 0 and seen[1]["top_logprobs"] == 20 and seen[1]["messages"][-1]["content"] == "alarm"
-    assert resp.answers["q"].choice == "alarm_set" and probs["alarm_set"] > probs["alarm_query"] > probs["query"]
+    vocab = vocabulary(names)
+    assert "logit_bias" in seen[0] and seen[1]["messages"][-1]["content"] == "alarm"
+    assert seen[1]["logit_bias"] == {str(vocab["_query"]): 100, str(vocab["_set"]): 100} and seen[1]["top_logprobs"] == 2
+    assert seen[1]["post_sampling_probs"] is True and seen[1]["continue_final_message"] is True
+    assert resp.answers["q"].choice == "alarm_set" and probs["alarm_set"] > probs["query"]
+    _, lps = fake_model(names, "alarm_query")
+    cond_set = math.exp(-0.5) / (math.exp(-0.5) + math.exp(-3.0))  # the fake model's "_set" against "_query"
+    assert probs["alarm_set"] / probs["alarm_query"] == pytest.approx(cond_set / (1 - cond_set), rel=1e-6)
     assert sum(probs.values()) == pytest.approx(1.0)
+
+
+def test_a_continuation_reads_the_window_where_the_prefix_is_not_the_names_own_token():
+    """The prefix the model led with is not the names' own first token (here the reply carries no token id):
+    the continuation call reads the top-20 window, without the first token's bias."""
+    names = list(SHARED)
+    seen: list[dict] = []
+    sdk = server(names, "alarm_query", seen, with_ids=False)
+    sdk.jev_exact_readout = True
+    resp = client_for(sdk).system_one("wake me at 7", {"q": Choice(instructions="Which intent?", criteria=SHARED)})
+    assert resp.usage.n_calls == 2 and "logit_bias" not in seen[1] and "post_sampling_probs" not in seen[1]
+    assert seen[1]["temperature"] == 0 and seen[1]["top_logprobs"] == 20
 
 
 def test_request_fields_are_unchanged_without_a_token_table():
