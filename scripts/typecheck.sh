@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=/dev/null
 source scripts/env.sh .venv-types dev,langchain,llamaindex,serve,batch "openai<3" mypy pyright
-packages=(jev_shared jev_langchain jev_llamaindex)
+packages=(src/jev_shared src/jev_langchain src/jev_llamaindex)
 readme=$(mktemp -d)
 trap 'rm -rf "$readme"' EXIT
 # each python block of README.md as its own module (blocks reuse names, as separate scripts would)

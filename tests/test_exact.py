@@ -1,4 +1,4 @@
-"""Exact readout (jev_shared/exact.py): on a server that reads the labels' own tokens (llama.cpp, marked by
+"""Exact readout (src/jev_shared/exact.py): on a server that reads the labels' own tokens (llama.cpp, marked by
 LocalServer), no option falls outside a top-20 window, whatever the number of options.
 
 The fake server here is llama.cpp's wire shape over the real openai SDK (``httpx.MockTransport``): a model

@@ -1,4 +1,4 @@
-"""Zero-shot prompts kept as llama.cpp's own KV cache (jev_shared/slots.py), on the real embedded server.
+"""Zero-shot prompts kept as llama.cpp's own KV cache (src/jev_shared/slots.py), on the real embedded server.
 
 SmolLM2 (the wire model). What is checked is what the server itself reports: the tokens a reply had
 to read anew (``timings.prompt_n``) and the tokens a kept file holds.
