@@ -137,7 +137,7 @@ def collect(args: argparse.Namespace) -> tuple[list[Decision], dict[str, Any]]:
     rows: dict[str, Any] = {}
     started = time.perf_counter()
     load = os.getloadavg()[0]
-    srv = LocalServer(n_parallel=1).start()
+    srv = LocalServer(args.model, n_parallel=1).start()
     try:
         for name in names:
             for shots in (int(s) for s in args.shots.split(",")):
@@ -217,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--extra", action="store_true", help="the further items of data/public/extra/ (build.py --extra)")
     ap.add_argument("--debias", choices=("true", "auto"), default="true",
                     help="true: the whole prior for every kind (saved whole, any strength applied offline)")
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b", help="the embedded model (jev_shared.local.MODELS)")
     ap.add_argument("--raw", type=Path, required=True, help="where every decision is saved (JSON)")
     args = ap.parse_args(argv)
     decisions, meta = collect(args)

@@ -87,6 +87,34 @@ def trec(mirror: Path) -> tuple[Rows, Rows]:
     return read("test"), read("train")
 
 
+#: The 50 fine TREC classes, each spelled out (the coarse class first where the fine name alone is ambiguous).
+TREC_FINE = {
+    "ABBR:abb": "abbreviation", "ABBR:exp": "expansion_of_abbreviation", "DESC:def": "definition",
+    "DESC:desc": "description", "DESC:manner": "manner", "DESC:reason": "reason", "ENTY:animal": "animal",
+    "ENTY:body": "body_part", "ENTY:color": "color", "ENTY:cremat": "creative_work", "ENTY:currency": "currency",
+    "ENTY:dismed": "disease_or_medicine", "ENTY:event": "event", "ENTY:food": "food",
+    "ENTY:instru": "musical_instrument", "ENTY:lang": "language", "ENTY:letter": "letter",
+    "ENTY:other": "other_entity", "ENTY:plant": "plant", "ENTY:product": "product", "ENTY:religion": "religion",
+    "ENTY:sport": "sport", "ENTY:substance": "substance", "ENTY:symbol": "symbol",
+    "ENTY:techmeth": "technique_or_method", "ENTY:termeq": "equivalent_term", "ENTY:veh": "vehicle",
+    "ENTY:word": "word", "HUM:desc": "description_of_person", "HUM:gr": "group_or_organization",
+    "HUM:ind": "individual_person", "HUM:title": "title_of_person", "LOC:city": "city", "LOC:country": "country",
+    "LOC:mount": "mountain", "LOC:other": "other_location", "LOC:state": "state", "NUM:code": "code",
+    "NUM:count": "count", "NUM:date": "date", "NUM:dist": "distance", "NUM:money": "money", "NUM:ord": "rank",
+    "NUM:other": "other_number", "NUM:perc": "percentage", "NUM:period": "time_period", "NUM:speed": "speed",
+    "NUM:temp": "temperature", "NUM:volsize": "size_or_volume", "NUM:weight": "weight",
+}
+
+
+def trec_fine(mirror: Path) -> tuple[Rows, Rows]:
+    """TREC with its 50 fine classes (issue 35: a second choice set with 7-70 options)."""
+    def read(split: str) -> Rows:
+        text = show(mirror, "tonyzhaozh/few-shot-learning", f"data/trec/{split}.txt")
+        return [(q.strip(), TREC_FINE[lab]) for lab, q in (line.split(" ", 1) for line in text.splitlines() if line.strip())]
+
+    return read("test"), read("train")
+
+
 AG = {"1": "world", "2": "sports", "3": "business", "4": "science_technology"}
 
 
@@ -147,6 +175,7 @@ SETS: dict[str, tuple[str, str, Callable[[Path], tuple[Rows, Rows]], dict[str, s
     "rte": ("noul", "The hypothesis follows from the premise.", rte, {"entailment": "true", "not_entailment": "false"}),
     "sst5": ("score", "How positive is this movie review?", lambda m: sst(m, True), {k: k for k in SST5}),
     "trec": ("choice", "What kind of answer does this question ask for?", trec, None),
+    "trec_fine": ("choice", "What kind of answer does this question ask for?", trec_fine, None),
     "agnews": ("choice", "What is the topic of this news article?", agnews, None),
     "atis": ("choice", "What is the intent of this airline travel query?", atis, None),
     "banking77": ("choice", "What is the intent of this banking customer query?", banking, None),
@@ -208,8 +237,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mirror", type=Path, required=True)
     ap.add_argument("--extra", type=int, default=0, help="also write extra/NAME.jsonl: this many more scored items")
+    ap.add_argument("--only", default="", help="rebuild these sets only (comma-separated), the others kept")
     args = ap.parse_args()
-    sets = {name: build(args.mirror, name, args.extra) for name in SETS}
+    names = args.only.split(",") if args.only else list(SETS)
+    old = json.loads((HERE / "sets.json").read_text()) if args.only else {}
+    built = {name: build(args.mirror, name, args.extra) for name in names}
+    sets = {name: built.get(name) or old[name] for name in SETS if name in built or name in old}
     (HERE / "sets.json").write_text(json.dumps(sets, indent=1) + "\n")
     for name, meta in sets.items():
         print(name, meta["kind"], len(meta.get("criteria") or [1, 2]), "options")
