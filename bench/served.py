@@ -29,7 +29,7 @@ class Served:
             [sys.executable, "-m", "jev_shared.cli", "serve", "--port", str(self.port), "--log-level", "warning",
              "--max-in-flight", "256", *args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=str(root),
-            env={**os.environ, "JEV_API_KEYS": key, "PYTHONPATH": str(root)})
+            env={**os.environ, "JEV_API_KEYS": key, "PYTHONPATH": str(root / "src")})
         self.url = f"http://127.0.0.1:{self.port}"
         self.health: dict[str, Any] = {}
 

@@ -1,9 +1,8 @@
-"""``jev serve``: the System One gateway under uvicorn, with its slow-client bounds (docs/gateway.md)."""
+"""``jev serve``: the System One gateway under uvicorn (gunicorn's workers with ``--workers N``), docs/gateway.md."""
 
 from __future__ import annotations
 
 import argparse
-import socket
 import sys
 from contextlib import ExitStack
 from typing import Any
@@ -35,12 +34,7 @@ def add_serve(sub: Any) -> None:
     lim.add_argument("--max-calls-per-key", type=positive_int, default=D.max_calls_per_key,
                      help="backend calls one key may hold in flight; more: 429")
     lim.add_argument("--max-connections", type=positive_int, default=D.max_connections,
-                     help="open client connections; more are answered 503 and closed")
-    lim.add_argument("--max-connections-per-client", type=positive_int, default=D.max_connections_per_client,
-                     help="open connections from one client address; more are answered 503 and closed (behind a "
-                          "reverse proxy every connection comes from the proxy: set it to --max-connections)")
-    lim.add_argument("--header-timeout", type=seconds, default=D.header_timeout_s,
-                     help="seconds a client has to send a request's headers; then 408 and closed")
+                     help="open client connections and requests (uvicorn's limit_concurrency); more: 503 and closed")
     lim.add_argument("--body-timeout", type=seconds, default=D.body_timeout_s,
                      help="seconds a client has to send a request's body; then 408 and closed")
     lim.add_argument("--keep-alive-timeout", type=seconds, default=D.keep_alive_s,
@@ -58,10 +52,9 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--warm", metavar="QUESTIONS", type=text,
                    help="questions (a JSON file or object) to prepare at start-up: every one-time cost paid before "
                         "/healthz says ready")
-    p.add_argument("--backend-transport", default=D.backend_transport, choices=("lean", "httpx"),
-                   help="HTTP under the SDK toward the backend: lean (httptools, plain http; https via httpx) or httpx")
     p.add_argument("--workers", type=positive_int, default=1,
-                   help="gateway processes on one socket (POSIX); memory file shared, metrics and limits per worker")
+                   help="gateway processes on one socket (gunicorn's UvicornWorker, POSIX); memory file shared, "
+                        "metrics and limits per worker")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
                    help="the gateway's log level")
 
@@ -71,11 +64,10 @@ def _config(args: argparse.Namespace, keys: frozenset[str], warm: Any, stack: Ex
         backends=backends(args, stack, "serve"), api_keys=keys, max_body_bytes=args.max_body_bytes,
         max_questions=args.max_questions, max_in_flight=args.max_in_flight,
         max_calls_per_key=args.max_calls_per_key, max_connections=args.max_connections,
-        max_connections_per_client=args.max_connections_per_client,
-        header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout, keep_alive_s=args.keep_alive_timeout,
+        body_timeout_s=args.body_timeout, keep_alive_s=args.keep_alive_timeout,
         allowed_hosts=frozenset(args.allowed_host), default_timeout_s=args.timeout, layout=args.layout,
         max_concurrency=args.max_concurrency, max_retries=args.max_retries, method=args.method,
-        backend_transport=args.backend_transport, cache=not args.no_cache, warm=warm)
+        cache=not args.no_cache, warm=warm)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -110,28 +102,10 @@ def run_serve(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         print(f"jev serve: http://{args.host}:{args.port}/v1/systemone, models {list(config.backends)}",
               file=sys.stderr)
-        if args.workers > 1:
-            return _run_workers(args, config)
+        if args.workers > 1:  # the embedded model, if any, is running now: every worker points at it
+            from jev_shared.gateway.workers import run_workers
+
+            return run_workers(config, args.host, args.port, args.workers, args.log_level)
         uvicorn.Server(uvicorn_config(create_app(config), config, host=args.host, port=args.port,
                                       log_level=args.log_level)).run()
     return 0
-
-
-def _run_workers(args: argparse.Namespace, config: GatewayConfig) -> int:
-    """``--workers N``: the socket bound here, then N forked workers, each its own app (docs/gateway.md)."""
-    import uvicorn
-
-    from jev_shared.gateway.app import create_app
-    from jev_shared.gateway.protocol import uvicorn_config
-    from jev_shared.gateway.workers import bind, run_workers
-
-    try:
-        sock = bind(args.host, args.port)
-    except OSError as exc:
-        print(f"jev serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return 1
-
-    def serve(sock: socket.socket) -> None:
-        uvicorn.Server(uvicorn_config(create_app(config), config, log_level=args.log_level)).run(sockets=[sock])
-
-    return run_workers(args.workers, sock, serve)

@@ -5,8 +5,7 @@ Gateway as a dependency, ``/docs`` and ``/openapi.json`` with the question union
 scheme) behind the small middlewares of :mod:`.middleware`. Every answer comes from the engine's
 public API, ``AsyncSystemOneClient.system_one``: all questions or none, the first error in order.
 Every failure, FastAPI's own included (a body that is not JSON, 404, 405), leaves as
-``{"error": {type, message, ...}}``. ``POST /v1/systemone`` itself is answered in front of FastAPI
-(:mod:`.fastpath`), which gets every request that path would answer differently.
+``{"error": {type, message, ...}}``. Each endpoint has one implementation, its FastAPI route.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from . import decisions_wire
 from .config import GatewayConfig
 from .errors import ApiError, api_error
-from .fastpath import SystemOneFastPath
 from .middleware import front
 from .routes import decisions, json_response, models, ops
 from .schema import QuestionDoc
@@ -118,6 +116,6 @@ def create_app(config: GatewayConfig) -> Any:
     for router in (decisions, decisions_wire.wire, models, ops):
         app.include_router(router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]  # FastAPI's documented way to customise the schema
-    outer = front(SystemOneFastPath(app, gw), config, gw.metrics, admit=gw.decoding)
+    outer = front(app, config, gw.metrics, admit=gw.decoding)
     outer.gateway = gw  # for embedding and tests: its pool, memory, counts
     return outer

@@ -57,14 +57,10 @@ class GatewayConfig:
     #: Backend calls one key may hold in flight (a request holds min(questions, max_concurrency));
     #: a request that would go past it is refused with 429 ``key_overloaded``.
     max_calls_per_key: int = 64
-    #: Open client connections; one more is answered 503 ``too_many_connections`` and closed.
+    #: Open client connections and requests (uvicorn's ``limit_concurrency``); one more is answered 503 by
+    #: uvicorn and closed. Per client address, and headers' time: the reverse proxy's (examples/deploy/).
     max_connections: int = 256
-    #: Open connections from one client address (its IP); one more is answered 503 ``too_many_connections``
-    #: and closed, so one client cannot take every slot. Behind a reverse proxy every connection is the
-    #: proxy's: set it to ``max_connections`` there.
-    max_connections_per_client: int = 64
-    #: Seconds a client has to send a request's headers, then its body; then 408 and the connection is closed.
-    header_timeout_s: float = 10.0
+    #: Seconds a client has to send a request's body, from its head; then 408 and the connection is closed.
     body_timeout_s: float = 30.0
     #: Seconds an idle keep-alive connection stays open.
     keep_alive_s: float = 5.0
@@ -87,9 +83,6 @@ class GatewayConfig:
     #: What the engine learns lives in the per-user cache (``Memory.user_cache()``; ``$JEV_NO_CACHE=1``
     #: or ``cache=False`` keep it in this process only).
     cache: bool = True
-    #: The backend HTTP transport under the openai SDK: "lean" (HTTP/1.1 keep-alive parsed by httptools,
-    #: ``backend_http.py``; https falls back to httpx's) or "httpx" (the SDK's default, httpcore).
-    backend_transport: str = "lean"
     #: Questions to prepare at start-up (``--warm``): ``/healthz`` says ready once they are.
     warm: dict[str, Any] | None = None
 

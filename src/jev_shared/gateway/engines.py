@@ -69,23 +69,13 @@ class EnginePool:
             import openai
 
             base = backend.mark(openai.AsyncOpenAI(base_url=backend.base_url, api_key=backend.api_key,
-                                                   max_retries=0, **self._http_client()))
+                                                   max_retries=0))
             self._openai[model] = base
         http = backend.mark(base.with_options(timeout=timeout_s) if timeout_s else base)  # a copy loses marks
         return AsyncSystemOneClient(http, model=backend.model, api=backend.api, method=self.config.method,
                                     layout=self.config.layout, max_concurrency=self.config.max_concurrency,
                                     top_logprobs=self.config.top_logprobs, max_retries=self.config.max_retries,
                                     memory=self.memory)
-
-    def _http_client(self) -> dict[str, Any]:
-        """The SDK's httpx client on the lean transport (``backend_http.py``), unless configured otherwise."""
-        if self.config.backend_transport != "lean":
-            return {}
-        import openai
-
-        from .backend_http import LeanTransport
-
-        return {"http_client": openai.DefaultAsyncHttpxClient(transport=LeanTransport())}
 
     def _evict(self, model: str) -> None:
         twins = [k for k in self._clients if k[0] == model and k[1] is not None]

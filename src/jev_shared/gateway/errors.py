@@ -31,7 +31,7 @@ ERRORS: dict[str, Row] = {
     "unauthorized": Row(401, "missing or wrong bearer key"),
     "host_not_allowed": Row(403, "without keys: a Host that is not loopback (or --allowed-host)"),
     "model_not_found": Row(404, "a model the gateway does not serve"),
-    "request_timeout": Row(408, "the request's headers or body came too slowly (--header-timeout, --body-timeout)"),
+    "request_timeout": Row(408, "the request's body came too slowly (--body-timeout); the connection is closed"),
     "payload_too_large": Row(413, "a body, or its decoded form, over --max-body-bytes"),
     "unsupported_encoding": Row(415, "a Content-Encoding other than gzip, deflate, zstd"),
     "invalid_request": Row(422, "a body that is not the request shape (or not JSON, not UTF-8), named by field"),
@@ -46,8 +46,8 @@ ERRORS: dict[str, Row] = {
     "backend_error": Row(502, "the backend failed or could not be reached"),
     "unreadable_answer": Row(502, "the backend's answer could not be read as the question's options"),
     "model_refusal": Row(502, "the model refused to answer"),
-    "too_many_connections": Row(503, "more connections than --max-connections, or --max-connections-per-client from "
-                                     "one client address; closed at once, see Retry-After"),
+    "too_many_connections": Row(503, "more connections or requests than --max-connections (uvicorn's limit_concurrency: "
+                                     "its plain-text 503, then closed); behind nginx, its limit_conn per address"),
     "backend_timeout": Row(504, "a backend call timed out"),
     "timeout": Row(504, "the request's total timeout passed"),
 }

@@ -184,8 +184,9 @@ class BodyLimit(_Refusing):
 
     The codings are checked from the header before the body is read; a compressed body is decoded only
     once ``admit`` lets it in (the in-flight and per-key limits: 429), holding a request slot meanwhile,
-    on at most :data:`DECODE_THREADS` worker threads, never on the event loop. How long the body may
-    take is the protocol's bound (:mod:`.protocol`); a client that goes away mid-body is not answered."""
+    on at most :data:`DECODE_THREADS` worker threads, never on the event loop. The whole body must arrive
+    within ``body_timeout_s`` of the request's head (408 ``request_timeout``, the connection closed); a
+    client that goes away mid-body is not answered."""
 
     def __init__(self, app: ASGIApp, config: GatewayConfig, admit: Admit | None = None) -> None:
         super().__init__(app, config)
@@ -205,16 +206,24 @@ class BodyLimit(_Refusing):
             codings = encoding.check(coded)
         except ApiError as err:
             return await self.refuse(scope, send, err)
-        chunks, size, more = [], 0, True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            size += len(chunks[-1])
-            if size > limit:
-                return await self.refuse(scope, send, too_big)
-            more = message.get("more_body", False)
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            with anyio.fail_after(self.config.body_timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    chunks.append(message.get("body", b""))
+                    size += len(chunks[-1])
+                    if size > limit:
+                        return await self.refuse(scope, send, too_big)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            return await self.refuse(scope, send, api_error(
+                "request_timeout", f"the request's body did not arrive within {self.config.body_timeout_s:g} s "
+                                   "(--body-timeout)", headers={"connection": "close"}))
         body = b"".join(chunks)
         if codings:
             try:

@@ -43,10 +43,10 @@ async def systemone(req: SystemOneRequest, request: Request, gw: Gateway = Depen
                     key: str | None = Depends(caller)) -> Response:  # noqa: B008
     noted = request.scope.setdefault("jev", {})
     try:
-        body = await gw.answer(req, key, noted)
+        body = await gw.answer_json(req, key, noted)
     except Exception as exc:  # noqa: BLE001 - every failure leaves typed
         raise from_exception(exc, gw.config.retry_after_s) from None
-    return json_response(200, body)
+    return Response(body, media_type="application/json")
 
 
 models = APIRouter(prefix="/v1", tags=["models"])
