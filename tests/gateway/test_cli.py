@@ -29,7 +29,7 @@ def test_help_lists_the_commands():
     assert out.returncode == 0 and "serve" in out.stdout and "decide" in out.stdout
     serve = jev("serve", "--help").stdout
     assert "--backend-url" in serve and "--questions" in jev("decide", "--help").stdout
-    for flag in ("--max-questions", "--max-calls-per-key", "--max-connections", "--header-timeout", "--body-timeout",
+    for flag in ("--max-questions", "--max-calls-per-key", "--max-connections", "--keep-alive-timeout", "--body-timeout",
                  "--allowed-host", "--warm", "--no-cache"):
         assert flag in serve, flag
     assert "--no-cache" in jev("decide", "--help").stdout

@@ -1,23 +1,28 @@
-"""``jev serve --workers 2``: 64 concurrent clients, no error and no mixed-up answer, both workers alive.
+"""``jev serve --workers N`` on gunicorn's ``UvicornWorker``: many clients, each its own answer; a killed
+worker replaced; and scale-out, N workers on one model server and, behind nginx, on two.
 
-The gateway runs as a real ``jev serve`` subprocess (two forked workers on one socket) over the stub
-backend, which answers from the prompt: each request's state names its own option (``want=k<n>``)
-and a truth word, so an answer that reached the wrong caller would name another request's option.
+The gateway runs as a real ``jev serve`` subprocess over stub backends, which answer from the prompt:
+each request's state names its own option (``want=k<n>``) and a truth word, so an answer that
+reached the wrong caller would name another request's option.
 """
 
 from __future__ import annotations
 
 import os
-import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from jev_shared.local import free_port
 from tests.gateway.conftest import KEY, MODEL
 from tests.gateway.crowd import assert_each_got_its_own, crowd, wait_healthy
+from tests.gateway.proxy import needs_nginx, nginx
+from tests.gateway.stub import FaultStub
 
 CLIENTS, PER_CLIENT = 64, 4
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +36,7 @@ def start(stub_url: str, workers: int) -> tuple[subprocess.Popen, str]:
          # limits are per worker: 64 clients x 2 calls must fit in one worker, however the kernel spreads them
          "--max-calls-per-key", "256", "--max-in-flight", "256"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**os.environ, "JEV_API_KEYS": KEY, "PYTHONPATH": str(ROOT)})
+        env={**os.environ, "JEV_API_KEYS": KEY, "PYTHONPATH": str(ROOT / "src")})
     url = f"http://127.0.0.1:{port}"
     wait_healthy(proc, url, 60)
     return proc, url
@@ -40,30 +45,82 @@ def start(stub_url: str, workers: int) -> tuple[subprocess.Popen, str]:
 def stop(proc: subprocess.Popen) -> str:
     proc.terminate()
     try:
-        return proc.communicate(timeout=30)[1]
+        return proc.communicate(timeout=40)[1]
     except subprocess.TimeoutExpired:
         proc.kill()
         return proc.communicate()[1]
+
+
+def workers_of(pid: int, n: int, timeout_s: float = 30) -> list[int]:
+    """The ``n`` worker pids gunicorn's arbiter (``pid``) has running, once it has them all."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        kids = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        if len(kids) == n or time.monotonic() > deadline:
+            return kids
+        time.sleep(0.1)
 
 
 @pytest.mark.timeout(240)
 def test_two_workers_answer_64_clients_each_their_own(stub):
     proc, url = start(stub.base_url, 2)
     try:
+        pids = workers_of(proc.pid, 2)
         results = crowd(url, CLIENTS, PER_CLIENT, timeout=60)
         alive = proc.poll() is None
     finally:
         err = stop(proc)
     assert alive, err
     assert_each_got_its_own(results, stub, CLIENTS * PER_CLIENT)
-    pids = [int(p) for p in re.findall(r"\d+", re.search(r"2 workers \(pids \[([\d, ]+)\]\)", err).group(1))]
     assert len(set(pids)) == 2
     assert proc.returncode == 0, err
+
+
+@pytest.mark.timeout(240)
+def test_a_killed_worker_is_replaced_and_the_service_stays_up(stub):
+    proc, url = start(stub.base_url, 2)
+    try:
+        first = workers_of(proc.pid, 2)
+        os.kill(first[0], signal.SIGKILL)
+        statuses = [httpx.get(url + "/healthz", timeout=10).status_code for _ in range(20)]  # meanwhile
+        now = workers_of(proc.pid, 2)
+        deadline = time.monotonic() + 30
+        while first[0] in now or len(now) < 2:
+            assert time.monotonic() < deadline, now
+            time.sleep(0.1)
+            now = workers_of(proc.pid, 2)
+        wait_healthy(proc, url, 30)
+        results = crowd(url, 8, 4, timeout=60)
+        alive = proc.poll() is None
+    finally:
+        err = stop(proc)
+    assert alive, err
+    assert statuses == [200] * 20
+    assert first[1] in now and first[0] not in now  # the survivor kept, the dead one replaced
+    assert_each_got_its_own(results, stub, 8 * 4)
+
+
+@needs_nginx
+@pytest.mark.timeout(240)
+def test_workers_on_two_model_servers_behind_nginx_each_answer_their_own():
+    """Scale-out: a ``jev serve --workers 2`` per model server, nginx balancing the two."""
+    with FaultStub() as one, FaultStub() as two:
+        (p1, u1), (p2, u2) = start(one.base_url, 2), start(two.base_url, 2)
+        try:
+            with nginx(u1, u2, limit_conn="per_client 256") as url:
+                results = crowd(url, 32, 4, timeout=60)
+        finally:
+            stop(p1)
+            stop(p2)
+        assert [(s, b) for _, s, b in results if s != 200] == []
+        assert all(b["answers"]["route"]["choice"] == f"k{n}" for n, _, b in results)
+        assert one.requests > 0 and two.requests > 0  # both model servers answered
+        assert one.requests + two.requests == 2 * 32 * 4
 
 
 def test_workers_must_be_positive(tmp_path):
     done = subprocess.run([sys.executable, "-m", "jev_shared.cli", "serve", "--workers", "0", "--backend-url",
                            "http://127.0.0.1:9/v1", "--model", "m"], capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, timeout=60)
     assert done.returncode == 2
     assert "argument --workers: '0' is not an integer of at least 1" in done.stderr

@@ -25,10 +25,9 @@ SERVE: dict[str, list[str]] = {
     "--backend-api": ["soap"], "--no-cache": [], "--api-key-file": ["", "{missing}"],
     "--allowed-host": ["", "a b"], "--max-body-bytes": ["-1", "0", NAN], "--max-questions": ["0", "1.5"],
     "--max-in-flight": ["0"], "--max-calls-per-key": ["0"], "--max-connections": ["0", "-3"],
-    "--max-connections-per-client": ["0"], "--header-timeout": ["-1", NAN, "0"],
     "--body-timeout": ["0", INF], "--keep-alive-timeout": [NAN, "-1"], "--timeout": ["-5", NAN, INF],
     "--layout": ["sideways"], "--max-concurrency": ["0"], "--max-retries": ["-1", NAN],
-    "--method": ["guess"], "--warm": ["", "{missing}", "{not_json}"], "--backend-transport": ["carrier-pigeon"],
+    "--method": ["guess"], "--warm": ["", "{missing}", "{not_json}"],
     "--workers": ["0", "-2"], "--log-level": ["loud"],
 }
 DECIDE: dict[str, list[str]] = {
