@@ -35,7 +35,7 @@ def run_workers(config: GatewayConfig, host: str, port: int, workers: int, log_l
                "worker_class": worker_class(config, log_level), "keepalive": max(1, round(config.keep_alive_s)),
                "graceful_timeout": 30, "loglevel": log_level, "accesslog": None, "proc_name": "jev-serve"}
 
-    class Gateway(BaseApplication):  # type: ignore[misc]  # gunicorn's documented custom application
+    class Gateway(BaseApplication):  # gunicorn's documented custom application
         def load_config(self) -> None:
             for key, value in options.items():
                 self.cfg.set(key, value)
