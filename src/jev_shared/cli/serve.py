@@ -105,7 +105,12 @@ def run_serve(args: argparse.Namespace) -> int:
         if args.workers > 1:  # the embedded model, if any, is running now: every worker points at it
             from jev_shared.gateway.workers import run_workers
 
-            return run_workers(config, args.host, args.port, args.workers, args.log_level)
+            try:
+                return run_workers(config, args.host, args.port, args.workers, args.log_level)
+            except ImportError as exc:  # gunicorn is POSIX only (not installed on Windows)
+                print(f"jev serve: --workers needs gunicorn and uvicorn-worker (the serve extra, POSIX): {exc}",
+                      file=sys.stderr)
+                return 2
         uvicorn.Server(uvicorn_config(create_app(config), config, host=args.host, port=args.port,
                                       log_level=args.log_level)).run()
     return 0
