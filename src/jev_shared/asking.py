@@ -18,7 +18,9 @@ from .memory import BackendMemory, Memory
 from .options import Options
 from .questions import Prepared
 from .record import Record
-from .surfaces import CHAT, Parsed, build_call, check_refusal, parse_reply, strip_fields
+from .registry import build_call, fallback_of, parse_reply
+from .surfaces import check_refusal, strip_fields
+from .wire import Parsed
 
 T = TypeVar("T")
 Messages = list[dict[str, Any]]
@@ -102,10 +104,11 @@ def call(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any],
 
 def _on_provider_error(ask: Ask, surface: str, request: Call, exc: ProviderError) -> str | None:
     """The surface to re-ask on (a missing route moves, a refused optional field is dropped), or None."""
-    if ask.options.api == "auto" and surface != CHAT and CHAT in ask.speaks and route_missing(exc, ask.model):
+    target = fallback_of(surface, ask.speaks) if ask.options.api == "auto" else None
+    if target is not None and route_missing(exc, ask.model):
         ask.memory.mark_route_missing(surface)
-        ask.record.retry_reasons.append(f"{surface} answered 404; re-asked on {CHAT}")
-        return CHAT
+        ask.record.retry_reasons.append(f"{surface} answered 404; re-asked on {target}")
+        return target
     name = refused_field(exc, sent_fields(request.kwargs), surface)
     if name is None:
         return None

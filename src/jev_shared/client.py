@@ -21,6 +21,7 @@ from . import calibration, drive, transport
 from .answers import Answer, ChoiceAnswer, ConfidenceKind, NoulAnswer, ScoreAnswer, SystemOneResponse
 from .calibration import GLOBAL, Calibrator
 from .calls import Budget, Flow
+from .decision_sets import DecisionSets, attach_sets
 from .errors import ClientCapabilityError, InvalidQuestionError, UnsupportedMethodError
 from .exact import TokenTable
 from .flows import Ask, answer
@@ -35,7 +36,7 @@ from .preparation import PREPARE_STATE, Preparation, preview_calls
 from .questions import Choice, Noul, Prepared, Score, prepare_questions
 from .record import Record, assemble, hosted_records
 from .redact import remember_secrets
-from .surfaces import MESSAGES, RESPONSES, SURFACE_PATHS, has_path, speaks
+from .registry import SURFACES, has_path, speaks
 
 
 class CallOptions(TypedDict, total=False):
@@ -81,6 +82,7 @@ class _ClientCore:
         strict_labels: bool = False, debias: bool | str = "auto", normalize_probabilities: bool = True,
         structured_outputs: bool = True, max_retries: int = 3, timeout: float | None = None, debug: bool = False,
         calibrator: Calibrator | str | None = "auto", memory: Memory | None = None,
+        sets: DecisionSets | Mapping[str, DecisionSets] | None = None,
     ) -> None:
         self.options = Options(
             model=model, method=method, mode=mode, auto_threshold=auto_threshold, api=api, confidence=confidence,
@@ -93,7 +95,7 @@ class _ClientCore:
             self.options = dataclasses.replace(self.options, debias=False)  # the client (models.py)
         if client is None and api == "systemone":
             client = systemone_client()
-        self._speaks = speaks(client)
+        self._speaks = speaks(client, getattr(client, "jev_surfaces", None))
         _check_client(client, api, self._speaks)
         remember_secrets(transport.client_secrets(client))  # redacted from every error, log and debug text
         tokenize = getattr(client, "jev_tokenize", None)
@@ -110,6 +112,9 @@ class _ClientCore:
         #: "shipped" (calibrator="auto": then a question's own examples refine it) or "custom" (the caller's).
         self._calibration_name = "shipped" if isinstance(calibrator, str) else "custom"
         self._own_calibrations: dict[Any, Calibrator] = {}
+        #: Conformal decision sets (decision_sets.py), for every question or per question id: each answer
+        #: gets its ``decision_set`` (and ``abstains``); None: none.
+        self.sets = sets
         #: The transport's retry and backoff (tests and tools may tune it).
         self.retry_policy = self.options.retry_policy
         #: What this client learns (and what it was given): shareable, saved by ``Memory`` itself. By default
@@ -208,14 +213,15 @@ class _ClientCore:
             refuse_llm_options(opts, examples)
             return
         surface = self._memory.surface_for(opts.model, opts.method, opts.api, self._speaks)
-        if opts.method in TOKEN_READOUT and surface == MESSAGES:
+        if opts.method in TOKEN_READOUT and not SURFACES[surface].logprobs:
             raise UnsupportedMethodError(
-                f"method={opts.method!r} reads token logprobs, which the Messages API never returns; "
+                f"method={opts.method!r} reads token logprobs, which {SURFACES[surface].title or surface} never returns; "
                 "use method='structured' or method='discrete' (or 'auto')")
-        if opts.method == "grammar" and opts.api == RESPONSES:
+        if opts.method == "grammar" and opts.api != "auto" and not SURFACES[opts.api].grammar:
+            takes = [name for name, s in SURFACES.items() if s.grammar]
             raise UnsupportedMethodError(
-                "grammar requires a Chat Completions surface that accepts a `grammar` field (llama.cpp and similar "
-                "servers); pass api='chat_completions'")
+                f"grammar requires a surface that accepts a `grammar` field (llama.cpp and similar servers); "
+                f"pass {' or '.join(f'api={name!r}' for name in takes)}")
 
     def _finish(self, plan: _Plan, outcomes: list[Any]) -> SystemOneResponse:
         """The first error in question order, or the response (and the model's surface is known from now on)."""
@@ -232,7 +238,8 @@ class _ClientCore:
             self.options.model), started=plan.started, debug=plan.debug)
         if plan.layout and plan.layout.get("layout") and resp.debug is not None:  # assemble always gives a dict
             resp.debug["layout"] = plan.layout
-        return resp if self.calibrator is None else self._calibrated(plan, resp)
+        resp = resp if self.calibrator is None else self._calibrated(plan, resp)
+        return resp if self.sets is None else resp.model_copy(update={"answers": attach_sets(resp.answers, self.sets)})
 
     def _calibrated(self, plan: _Plan, resp: SystemOneResponse) -> SystemOneResponse:
         """Every answer through the client's calibration; under the shipped one, a question whose examples
@@ -384,7 +391,7 @@ def _check_client(client: Any, api: str, spoken: tuple[str, ...]) -> None:
             "pass an OpenAI-compatible client (or api='systemone' / 'decisions')")
     if api != "auto" and not has_path(client, api):
         raise ClientCapabilityError(
-            f"api={api!r} needs {type(client).__name__}.{'.'.join(SURFACE_PATHS[api])}, which it does not have; "
+            f"api={api!r} needs {type(client).__name__}.{'.'.join(SURFACES[api].path)}, which it does not have; "
             f"pass the surface it speaks explicitly: one of {list(spoken) or ['systemone']}")
 
 

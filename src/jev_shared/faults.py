@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import LabelReadoutError, ProviderError
+from .registry import SURFACES
 
 #: Fields a token method cannot do without: refusing one refuses the readout, not an option.
 READOUT_FIELDS = ("logprobs", "top_logprobs", "include", "grammar")
@@ -74,8 +75,9 @@ def refused_field(exc: ProviderError, sent: list[str], surface: str) -> str | No
 def _sent_name(param: str, sent: list[str], surface: str) -> str | None:
     if param in sent:
         return param
-    if param in ("logprobs", "top_logprobs") and surface == "responses" and "include" in sent:
-        return "include"
+    own = SURFACES[surface].logprobs_field if surface in SURFACES else param
+    if param in ("logprobs", "top_logprobs") and own != "logprobs" and own in sent:
+        return own
     return None
 
 

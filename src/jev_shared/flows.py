@@ -21,7 +21,7 @@ from .asking import Ask, Messages, ask_until_read, call
 from .calls import Flow, Reply
 from .continuation import PREFILL_FIELDS, chain, conditional, shared_lead, window_of
 from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError, MalformedAnswerError, ProviderError
-from .exact import EXACT_SOURCE, exact_fields, is_exact, next_ids, window_only
+from .exact import EXACT_SOURCE, exact_fields, is_exact, next_ids, still_exact, window_only
 from .faults import cannot_carry, logprobs_value_complaint
 from .json_readout import parse_object, read_json, strip_think
 from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, names_starting, style_for
@@ -30,13 +30,9 @@ from .priors import CONTENT_FREE, content_free_prior, debias_prior, examples_pri
 from .prompt import render, symbols_of
 from .questions import MAX_SINGLE_TOKEN_LABELS
 from .readout import Readout, divide_prior, humble, read_labels, softmax_labels, split_shared
-from .surfaces import (
-    CHAT,
-    MESSAGES,
-    RESPONSES,
-    Parsed,
-    check_complete,
-)
+from .registry import SURFACES, fallback_of
+from .surfaces import check_complete
+from .wire import Parsed
 
 
 def answer(ask: Ask) -> Flow[Answer]:
@@ -67,7 +63,7 @@ def system1(ask: Ask) -> Flow[list[float]]:
         return (yield from json_pass(ask, method))
     key = (ask.model, ask.surface("logprobs"))
     letters_only = ask.options.labels == "letters" and len(ask.prep.keys) > MAX_SINGLE_TOKEN_LABELS
-    if letters_only or key[1] == MESSAGES or ask.memory.answers_with_structured(key):
+    if letters_only or not SURFACES[key[1]].logprobs or ask.memory.answers_with_structured(key):
         return (yield from json_pass(ask, "structured"))
     try:
         probs = yield from token_pass(ask, "logprobs")
@@ -92,16 +88,17 @@ def system1(ask: Ask) -> Flow[list[float]]:
 
 
 def token_pass(ask: Ask, method: str) -> Flow[list[float]]:
-    """A label readout; under api='auto' a surface that carries no distribution moves to Chat Completions."""
+    """A label readout; under api='auto' a surface that carries no distribution moves to its fallback."""
     surface = ask.surface(method)
     try:
         return (yield from label_pass(ask, method, surface))
     except (LabelReadoutError, ProviderError) as exc:
-        if not (ask.options.api == "auto" and surface == RESPONSES and CHAT in ask.speaks and cannot_carry(exc)):
+        target = fallback_of(surface, ask.speaks) if ask.options.api == "auto" else None
+        if target is None or not cannot_carry(exc):
             raise
-        ask.memory.mark_no_distribution((ask.model, RESPONSES))
-        ask.record.retry_reasons.append(f"{surface} carries no distribution here ({exc}); re-asked on {CHAT}")
-        return (yield from label_pass(ask, method, CHAT))
+        ask.memory.mark_no_distribution((ask.model, surface))
+        ask.record.retry_reasons.append(f"{surface} carries no distribution here ({exc}); re-asked on {target}")
+        return (yield from label_pass(ask, method, target))
 
 
 def label_pass(ask: Ask, method: str, surface: str) -> Flow[list[float]]:
@@ -134,7 +131,7 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
         if not (parsed.content or "").strip() and parsed.reasoning and not _has_tokens(parsed.logprobs):
             raise LabelReadoutError("the server sent reasoning but no answer (a reasoning-only reply); turn thinking off")
         ro = read_labels(parsed.logprobs, symbols, content=parsed.content, missing=missing,  # type: ignore[arg-type]
-                         method=method, fold=style.fold, split=exact)
+                         method=method, fold=style.fold, split=exact_now())
         if ro.no_signal and opts.strict_labels:
             raise LabelReadoutError(f"first token {ro.sampled!r} is not one of the labels {list(symbols)}, nor is any "
                                     "token in the window")
@@ -143,16 +140,19 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
     def repairable(exc: Exception) -> bool:
         return isinstance(exc, LabelReadoutError) and not exc.provider_cannot and not isinstance(exc, AmbiguousNamesError)
 
+    def exact_now() -> bool:  # a refused exact field was dropped and the window read (surface_vllm.py)
+        return still_exact(exact, ask.memory.refused_on((ask.model, rec.surfaces[-1])))
+
     repair = f"Reply with exactly one of these labels and nothing else: {', '.join(symbols)}."
     messages = render(prep, ask.state, layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
     fields, extra = request_fields(method, prep, opts.method_config, symbols)
     exact = is_exact(fields, extra)
     try:
         _, ro = yield from ask_until_read(ask, surface, messages, fields, extra, read, repairable, repair)
-        if exact:  # every symbol's own first token read, no window (exact.py)
+        if exact_now() and not ro.labels_missing:  # every symbol's own first token read, no window (exact.py)
             ro.source = EXACT_SOURCE
     except AmbiguousNamesError as exc:
-        if not (style.named_choice and surface == CHAT):  # a prefill is a Chat Completions message
+        if not (style.named_choice and SURFACES[surface].prefill):  # the shared prefix rides as a prefill
             raise
         ro = yield from continue_read(ask, surface, messages, fields, extra, symbols, exc)
     rec.readout = ro.debug()
@@ -172,7 +172,7 @@ def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, 
                   symbols: tuple[str, ...], exc: AmbiguousNamesError) -> Flow[Readout]:
     """One more one-token call with the shared prefix already answered: P(name) = P(prefix)·P(rest | prefix)."""
     group = names_starting(exc.token, symbols)
-    exact = is_exact(fields, extra)
+    exact = still_exact(is_exact(fields, extra), ask.memory.refused_on((ask.model, surface)))
     fields, extra = window_only(fields, extra, ask.options.top_logprobs)  # the next token: the names' own, or the window
     ids = (exc.token_id,) if exact and exc.token_id is not None else None
     cond = yield from read_on(ask, surface, messages, fields, extra, exc.token, group, CONTINUATION_DEPTH, ids)
@@ -223,7 +223,7 @@ def json_pass(ask: Ask, method: str) -> Flow[list[float]]:
     fmt = answer_format(method, prep)
 
     def read(parsed: Parsed) -> Any:
-        check_complete(parsed, rec.surfaces[-1])
+        check_complete(parsed, SURFACES[rec.surfaces[-1]].budget_field)
         content = parsed.content or ""
         if not content.strip():
             if parsed.reasoning:

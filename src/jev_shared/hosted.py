@@ -23,7 +23,7 @@ from .options import Options
 from .prompt import render_state
 from .questions import Prepared, is_chat
 from .record import Record
-from .surfaces import SURFACE_PATHS
+from .registry import SURFACES
 
 
 def systemone_client() -> Any:
@@ -79,9 +79,9 @@ def build(api: str, model: str, state: Any, preps: list[Prepared]) -> Call:
     if api == "systemone":
         questions = {p.id: p.question.model_dump(exclude_none=True, exclude={"examples"}) for p in preps}
         body = {"state": _state_json(state), "model": model, "questions": questions}
-        return Call("systemone", {"path": "/systemone", "body": body}, SURFACE_PATHS["systemone"])
+        return Call("systemone", {"path": "/systemone", "body": body}, SURFACES["systemone"].path)
     kwargs = {"model": model, "input": _decision_input(state), "questions": [_decision_question(p) for p in preps]}
-    return Call("decisions", kwargs, SURFACE_PATHS["decisions"])
+    return Call("decisions", kwargs, SURFACES["decisions"].path)
 
 
 def _decision_input(state: Any) -> Any:

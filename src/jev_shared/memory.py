@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from .files import FileReadError, file_lock, read_text, write_atomic
 from .local import caching_off, memory_file
-from .surfaces import CHAT
+from .registry import first_with
 
 Key = tuple[str, str]  # (model, surface)
 VERSION = 1
@@ -296,8 +296,9 @@ class BackendMemory:
         """api='auto': Responses, then Chat Completions, then Messages, skipping what was learned missing."""
         if api != "auto":
             return api
-        if method == "grammar" and CHAT in speaks:
-            return CHAT
+        grammar = first_with(speaks, "grammar") if method == "grammar" else None
+        if grammar is not None:
+            return grammar
         with self._lock:
             for surface in speaks:
                 # a Responses route that cannot carry logprobs is a compatibility layer (llama.cpp, ollama,

@@ -19,12 +19,11 @@ from .errors import InvalidQuestionError, UnsupportedMethodError
 from .methods import METHODS, MethodConfig
 from .prompt import LAYOUTS
 from .questions import Example
+from .registry import APIS, HOSTED
 from .transport import RetryPolicy
 
 MODES = ("system1", "system2", "auto")
 LABEL_STYLES = ("letters", "names")
-APIS = ("auto", "chat_completions", "responses", "messages", "systemone", "decisions")
-HOSTED = ("systemone", "decisions")
 CONFIDENCES = ("peak", "entropy")
 MISSING = ("zero", "floor")
 

@@ -1,4 +1,4 @@
-"""Surfaces: the wire request for one API, and the reply read back into one common shape.
+"""Surfaces: the three per-question wires (Chat Completions, Responses, Messages), each a :class:`Surface`.
 
 The method stage speaks Chat Completions' field names (``logprobs``, ``top_logprobs``,
 ``max_tokens``, ``response_format``, ``reasoning_effort``); each surface translates them into its
@@ -10,68 +10,23 @@ ever parsed as an answer.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from typing import Any
 
 from .calls import Call
-from .errors import IncompleteAnswerError, MalformedReplyError, ModelRefusalError
+from .errors import IncompleteAnswerError, ModelRefusalError
 from .exact import as_logprobs
+from .wire import Parsed, Surface
 
 CHAT = "chat_completions"
 RESPONSES = "responses"
 MESSAGES = "messages"
-PER_QUESTION = (RESPONSES, CHAT, MESSAGES)  # the api="auto" preference order
 #: The output budget a Messages call must name (the API requires one); generous on purpose.
 MESSAGES_MAX_TOKENS = 4096
 #: OpenAI's Responses API refuses max_output_tokens below 16.
 RESPONSES_MIN_OUTPUT = 16
-#: The client method each surface calls.
-SURFACE_PATHS = {
-    "chat_completions": ("chat", "completions", "create"),
-    "responses": ("responses", "create"),
-    "messages": ("messages", "create"),
-    "decisions": ("decisions", "create"),
-    "systemone": ("post",),
-}
-
-
-def has_path(client: Any, surface: str) -> bool:
-    """Whether ``client`` has the surface's method (``client.chat.completions.create``, …)."""
-    obj = client
-    for part in SURFACE_PATHS[surface]:
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return False
-    return callable(obj)
-
-
-def speaks(client: Any) -> tuple[str, ...]:
-    """The per-question surfaces a client has, in the api="auto" preference order.
-
-    A client that says which surfaces to use (``client.jev_surfaces``, set by ``LocalServer.client()``)
-    is taken at its word, so api="auto" pays for no discovery (no Responses try, no scout)."""
-    spoken = tuple(s for s in PER_QUESTION if has_path(client, s))
-    hint = getattr(client, "jev_surfaces", None)
-    if isinstance(hint, (tuple, list)):
-        named = tuple(s for s in spoken if s in hint)
-        return named or spoken
-    return spoken
-
-
-@dataclass
-class Parsed:
-    """What every surface's reply comes down to. ``finish`` is one of stop, length, content_filter,
-    context, or the surface's own word when it is not one it documents."""
-
-    content: str | None
-    logprobs: Any
-    finish: str | None
-    reasoning: str | None = None
-    refusal: str | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-
-
+CHAT_PATH = ("chat", "completions", "create")
+RESPONSES_PATH = ("responses", "create")
+MESSAGES_PATH = ("messages", "create")
 def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
@@ -86,7 +41,7 @@ def chat_call(model: str, messages: list[dict[str, Any]], fields: dict[str, Any]
     body = {**extra, **(user_extra or {})}
     if body:
         kwargs["extra_body"] = body
-    return Call(CHAT, kwargs, SURFACE_PATHS[CHAT])
+    return Call(CHAT, kwargs, CHAT_PATH)
 
 
 def parse_chat(body: dict[str, Any]) -> Parsed:
@@ -136,7 +91,7 @@ def responses_call(model: str, messages: list[dict[str, Any]], fields: dict[str,
     body = {**extra, **(user_extra or {})}
     if body:
         kwargs["extra_body"] = body
-    return Call(RESPONSES, kwargs, SURFACE_PATHS[RESPONSES])
+    return Call(RESPONSES, kwargs, RESPONSES_PATH)
 
 
 def parse_responses(body: dict[str, Any]) -> Parsed:
@@ -213,7 +168,7 @@ def messages_call(model: str, messages: list[dict[str, Any]], fields: dict[str, 
     body.update(user_extra or {})
     if body:
         kwargs["extra_body"] = body
-    return Call(MESSAGES, kwargs, SURFACE_PATHS[MESSAGES])
+    return Call(MESSAGES, kwargs, MESSAGES_PATH)
 
 
 MESSAGES_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "stop", "pause_turn": "stop",
@@ -244,24 +199,18 @@ def parse_messages(body: dict[str, Any]) -> Parsed:
     )
 
 
-BUILDERS = {CHAT: chat_call, RESPONSES: responses_call, MESSAGES: messages_call}
-PARSERS = {CHAT: parse_chat, RESPONSES: parse_responses, MESSAGES: parse_messages}
+#: The wires, each one value (the registry lists them: registry.py). A prefill and a grammar are Chat
+#: Completions messages and fields; Responses and Messages move to Chat Completions under api="auto".
+CHAT_SURFACE = Surface(CHAT, CHAT_PATH, "/chat/completions", chat_call, parse_chat, prefill=True, grammar=True)
+RESPONSES_SURFACE = Surface(RESPONSES, RESPONSES_PATH, "/responses", responses_call, parse_responses, fallback=CHAT,
+                            budget_field="max_output_tokens", logprobs_field="include")
+MESSAGES_SURFACE = Surface(MESSAGES, MESSAGES_PATH, "/v1/messages", messages_call, parse_messages, logprobs=False,
+                           fallback=CHAT, title="the Messages API")
 
 
-def build_call(surface: str, model: str, messages: list[dict[str, Any]], fields: dict[str, Any],
-               extra: dict[str, Any], user_extra: dict[str, Any] | None = None) -> Call:
-    return BUILDERS[surface](model, messages, fields, extra, user_extra)
-
-
-def parse_reply(surface: str, body: dict[str, Any]) -> Parsed:
-    """The reply in the common shape; one whose fields have the wrong types is a provider fault."""
-    try:
-        parsed = PARSERS[surface](body)
-        _check_types(parsed)
-    except (AttributeError, TypeError, KeyError, ValueError, IndexError) as exc:
-        raise MalformedReplyError(f"the {surface} reply does not have the documented shape "
-                                  f"({type(exc).__name__}: {exc})", status_code=200) from None
-    return parsed
+def check_types(p: Parsed) -> None:
+    """A parsed reply whose fields have the wrong types raises TypeError (the registry's parse_reply maps it)."""
+    _check_types(p)
 
 
 def _check_types(p: Parsed) -> None:
@@ -312,10 +261,10 @@ def check_refusal(p: Parsed) -> None:
         )
 
 
-def check_complete(p: Parsed, surface: str) -> None:
+def check_complete(p: Parsed, budget_field: str = "max_tokens") -> None:
     """A cut-off JSON answer is never parsed: say which budget ran out and the field to raise."""
     if p.finish == "length":
-        raise truncation_error(surface)
+        raise truncation_error(budget_field)
     if p.finish == "context":
         raise IncompleteAnswerError(
             "the provider's context window ran out before the answer (stop_reason='model_context_window_exceeded'); "
@@ -325,8 +274,8 @@ def check_complete(p: Parsed, surface: str) -> None:
                                     "the reply was not read")
 
 
-def truncation_error(surface: str = CHAT) -> IncompleteAnswerError:
-    field = "max_output_tokens" if surface == RESPONSES else "max_tokens"
+def truncation_error(field: str = "max_tokens") -> IncompleteAnswerError:
+    """The answer was cut off: ``field`` is the surface's output cap (:attr:`Surface.budget_field`)."""
     return IncompleteAnswerError(
         f"the provider ran out of output tokens before the answer was complete; raise {field}", field=field
     )
@@ -344,5 +293,5 @@ def strip_fields(call: Call, refused: set[str]) -> None:
         call.kwargs.pop("extra_body")
 
 
-__all__ = ["Parsed", "build_call", "parse_reply", "check_refusal", "check_complete", "truncation_error",
-           "CHAT", "RESPONSES", "MESSAGES", "PER_QUESTION", "chat_call", "parse_chat", "strip_fields"]
+__all__ = ["Parsed", "check_refusal", "check_complete", "truncation_error", "CHAT", "RESPONSES", "MESSAGES",
+           "CHAT_SURFACE", "RESPONSES_SURFACE", "MESSAGES_SURFACE", "chat_call", "parse_chat", "strip_fields"]

@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 from .calls import NO_BUDGET, Budget, Call, Reply
 from .errors import MalformedReplyError, ProviderError
 from .redact import redact, redact_text
+from .registry import ROUTES
 
 TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 MAX_RETRY_AFTER_S = 60.0
@@ -260,7 +261,7 @@ def resolve(client: Any, call: Call) -> Callable[..., Any]:
             return client.post(path, body=body, cast_to=object, options=options)
 
         return post
-    route = LEAN_ROUTES.get(call.path)
+    route = ROUTES.get(call.surface)
     if route is not None and _is_sdk(client) and callable(getattr(client, "post", None)):
         return partial(_lean_post, client, route)
     obj = client
@@ -272,11 +273,9 @@ def resolve(client: Any, call: Call) -> Callable[..., Any]:
     return create if callable(create) else getattr(obj, call.path[-1])
 
 
-#: The routes posted through the SDK client's own ``post`` (its auth, base URL, timeout and typed errors),
-#: skipping the resource method's parameter transform and the response models, which cost most of a
-#: decision's CPU (bench/cpu.py) and which the engine would only turn back into a dict.
-LEAN_ROUTES: dict[tuple[str, ...], str] = {("chat", "completions", "create"): "/chat/completions",
-                                           ("responses", "create"): "/responses", ("messages", "create"): "/v1/messages"}
+#: The registry's routes (``Surface.route``) are posted through the SDK client's own ``post`` (its auth, base URL,
+#: timeout and typed errors), skipping the resource method's parameter transform and the response models, which
+#: cost most of a decision's CPU (bench/cpu.py) and which the engine would only turn back into a dict.
 #: A resource method's own keywords and the request options they are in the SDK's ``post``.
 _SDK_OPTIONS = {"extra_headers": "headers", "extra_query": "params", "extra_body": "extra_json", "timeout": "timeout"}
 
