@@ -36,6 +36,9 @@ EXACT_SOURCE = "logprobs:exact"
 EXACT_EXTRA: dict[str, Any] = {"post_sampling_probs": True, "top_k": 0, "min_p": 0.0}
 #: Most answer-word tokens one exact read asks for (255 options × their spellings stay far below).
 MAX_EXACT_TOKENS = 2048
+#: The fields that carry an exact read on some server (llama.cpp's; vLLM's ``logprob_token_ids``,
+#: surface_vllm.py): one the server refused was dropped and the window read in its place (asking.py).
+EXACT_FIELDS = frozenset({"logit_bias", "post_sampling_probs", "logprob_token_ids"})
 
 
 def spellings(word: str) -> tuple[str, ...]:
@@ -83,6 +86,11 @@ def next_ids(group: Sequence[str], prefix_ids: tuple[int, ...] | None,
 
 def is_exact(fields: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
     return "logit_bias" in fields and bool(extra.get("post_sampling_probs"))
+
+
+def still_exact(exact: bool, refused: Iterable[str]) -> bool:
+    """Whether a read meant to be exact still is, once the fields the server refused were dropped."""
+    return exact and not EXACT_FIELDS.intersection(refused)
 
 
 def window_only(fields: Mapping[str, Any], extra: Mapping[str, Any],
