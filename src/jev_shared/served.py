@@ -1,0 +1,55 @@
+"""Served engines (vLLM, SGLang): their tokenizer, asked over HTTP, so the labels' own tokens are read.
+
+Both servers answer ``POST /tokenize`` at their root (beside ``/v1``) with ``{"prompt": text,
+"add_special_tokens": false}`` → ``{"tokens": [...], "count": n, "max_model_len": m}`` (vLLM's
+``TokenizeCompletionRequest``; SGLang's ``TokenizeRequest``, native API page). The engine asks it once per
+answer word (:class:`~jev_shared.exact.TokenTable` keeps the ids), never per question.
+
+    client = for_server(openai.OpenAI(base_url="http://gpu:8000/v1", api_key="-"), "vllm")
+    SystemOneClient(client, model="Qwen/Qwen2.5-Coder-1.5B-Instruct", api="vllm")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .errors import ClientCapabilityError
+from .surface_sglang import SGLANG
+from .surface_vllm import VLLM
+
+#: The served engines whose surfaces read the labels' own token ids.
+SERVED = (VLLM, SGLANG)
+
+
+def server_tokenizer(client: Any) -> Callable[[str], list[int]]:
+    """``text -> token ids`` by the server's own ``/tokenize``, through the SDK client's ``post`` (its key,
+    its transport). A client without ``post`` and ``base_url`` is refused by name."""
+    post, base = getattr(client, "post", None), getattr(client, "base_url", None)
+    if not callable(post) or base is None:
+        raise ClientCapabilityError(f"{type(client).__name__} has no post() and base_url to reach the server's "
+                                    "/tokenize; pass an openai.OpenAI client pointed at the server's /v1")
+    url = str(base).rstrip("/").removesuffix("/v1") + "/tokenize"
+
+    def tokenize(text: str) -> list[int]:
+        body = post(url, body={"prompt": text, "add_special_tokens": False}, cast_to=object)
+        tokens = body["tokens"] if isinstance(body, dict) else None
+        if not isinstance(tokens, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
+            raise ValueError(f"{url} did not answer a list of token ids")
+        return tokens
+
+    return tokenize
+
+
+def for_server(client: Any, api: str) -> Any:
+    """``client`` (an openai SDK client at a vLLM or SGLang server) set up for ``api``: its surfaces, its
+    server's tokenizer, and the labels' own tokens read (the surface says how: surface_vllm, surface_sglang)."""
+    if api not in SERVED:
+        raise ClientCapabilityError(f"api={api!r} is not a served engine; use one of {list(SERVED)}")
+    client.jev_tokenize = server_tokenizer(client)
+    client.jev_exact_readout = True
+    client.jev_surfaces = (api,)
+    return client
+
+
+__all__ = ["SERVED", "for_server", "server_tokenizer"]
