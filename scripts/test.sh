@@ -7,7 +7,7 @@
 # Each pass ends with its ten slowest tests (--durations=10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh .venv dev,local,qwen,qwen15,langchain,serve,batch
+source scripts/env.sh .venv dev,local,qwen,qwen15,langchain,serve,batch,plots
 echo "== openai $(python -c 'import openai; print(openai.__version__)') + langchain =="
 python -m pytest -q -p no:cacheprovider --durations=10 "$@" --ignore=tests/llamaindex
 source scripts/env.sh .venv-openai2 dev,local,llamaindex "openai<3"

@@ -15,7 +15,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackMa
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableSerializable
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from jev_shared import Example, Noul, NoulAnswer, SystemOneResponse
+from jev_shared import Band, Example, Noul, NoulAnswer, SystemOneResponse, band_for
 
 from ._checks import (
     check_noul_criteria,
@@ -42,6 +42,8 @@ class GateDecision(BaseModel):
     probability: float | None
     threshold: float
     error: str | None = None
+    #: "allow", "block", or "ask" (a fitted band's [block, allow): ``on_ask`` gets the input).
+    outcome: Literal["allow", "ask", "block"] = "block"
 
 
 class JevGate(Decider, Travels, RunnableSerializable[Any, Any]):
@@ -54,6 +56,12 @@ class JevGate(Decider, Travels, RunnableSerializable[Any, Any]):
     instead. ``on_error``: what a failed decision does: ``"block"`` (default), ``"allow"`` or ``"raise"``.
     ``client`` may be any ``BaseDecisionModel`` too. ``dumpd``/``dumps`` and pickle work: see
     :class:`jev_langchain._portable.Travels`.
+
+    With ``labelled`` (pairs of a recorded answer or its P(true), and whether the statement held) and a
+    target, ``max_error=0.02`` or ``ask_rate=0.1``, the gate chooses allow / ask / block thresholds from
+    that data (:class:`jev_shared.Band`; ``gate.band`` reports them, with the expected ask rate and
+    error): an input in the ask band goes to ``on_ask`` (a Runnable: a person's review), or, with
+    ``on_ask="block"`` (default), the way a blocked one does.
     """
 
     client: Any
@@ -64,6 +72,8 @@ class JevGate(Decider, Travels, RunnableSerializable[Any, Any]):
     on_block: Literal["raise"] | Runnable = "raise"
     on_error: Literal["block", "allow", "raise"] = "block"
     examples: list[Example] | None = None
+    band: Band | None = None
+    on_ask: Literal["block"] | Runnable = "block"
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     event: ClassVar[str] = "jev_gate"
@@ -73,16 +83,20 @@ class JevGate(Decider, Travels, RunnableSerializable[Any, Any]):
 
     def __init__(self, client: Any, instructions: str, *, criteria: dict[str, str] | None = None,
                  threshold: float = 0.5, state: Callable[[Any], Any] | None = None, on_block: Any = "raise",
-                 on_error: str = "block", examples: Sequence[Example] | None = None, **kwargs: Any) -> None:
+                 on_error: str = "block", examples: Sequence[Example] | None = None,
+                 labelled: Sequence[tuple[Any, Any]] | None = None, max_error: float | None = None,
+                 ask_rate: float | None = None, on_ask: Any = "block", **kwargs: Any) -> None:
         check_text("instructions", instructions)
-        threshold = check_threshold("threshold", threshold)
+        band = kwargs.pop("band", None) or band_for(labelled, max_error, ask_rate)
+        threshold = check_threshold("threshold", band.allow if band is not None else threshold)
         check_option("on_error", on_error, ON_ERROR)
         question = Noul(instructions=instructions, criteria=check_noul_criteria(criteria),
                         examples=check_noul_examples(examples))
         engine = Engine(client, "JevGate")
         super().__init__(client=client, instructions=instructions, criteria=question.criteria,
                          threshold=threshold, state=check_state(state), on_block=_fallback(on_block),
-                         on_error=on_error, examples=question.examples, **kwargs)
+                         on_error=on_error, examples=question.examples, band=band,
+                         on_ask=_ask_branch(on_ask), **kwargs)
         self._engine = engine
 
     def _build_engine(self) -> None:
@@ -115,13 +129,16 @@ class JevGate(Decider, Travels, RunnableSerializable[Any, Any]):
         signal_or_raise(resp, QUESTION_ID, "JevGate")
         answer = resp.answers[QUESTION_ID]
         assert isinstance(answer, NoulAnswer)
-        return GateDecision(allowed=answer.noul >= self.threshold, probability=answer.noul, threshold=self.threshold)
+        p = answer.noul
+        outcome = self.band.outcome(p) if self.band is not None else "allow" if p >= self.threshold else "block"
+        return GateDecision(allowed=outcome == "allow", probability=p, threshold=self.threshold, outcome=outcome)
 
     def _on_error(self, input: Any, exc: Exception) -> GateDecision:
         if self.on_error == "raise":
             raise exc
-        return GateDecision(allowed=self.on_error == "allow", probability=None, threshold=self.threshold,
-                            error=f"{type(exc).__name__}: {exc}")
+        allowed = self.on_error == "allow"
+        return GateDecision(allowed=allowed, probability=None, threshold=self.threshold,
+                            error=f"{type(exc).__name__}: {exc}", outcome="allow" if allowed else "block")
 
     # -- running --------------------------------------------------------------------------------
 
@@ -129,7 +146,9 @@ class JevGate(Decider, Travels, RunnableSerializable[Any, Any]):
         if decision.probability is None:
             why = f"the decision failed ({decision.error}) and on_error='block'"
         else:
-            why = f"P(true) = {decision.probability:.3f} < threshold {self.threshold}"
+            why = (f"P(true) = {decision.probability:.3f} is in the ask band [{self.band.block:.3f}, "
+                   f"{self.threshold:.3f}) and on_ask='block'" if decision.outcome == "ask" and self.band else
+                   f"P(true) = {decision.probability:.3f} < threshold {self.threshold}")
         return GateBlocked(f"JevGate blocked the input: {why}; statement: {self.instructions!r}",
                            probability=decision.probability, question=self.instructions, input=input,
                            threshold=self.threshold, error=decision.error)
@@ -137,6 +156,10 @@ class JevGate(Decider, Travels, RunnableSerializable[Any, Any]):
     def _fallback(self, input: Any, decision: GateDecision, run_manager: Any,
                   config: RunnableConfig) -> tuple[Runnable, RunnableConfig]:
         """The fallback for a blocked input, with its config (tagged, the decision in its metadata); or raise."""
+        if decision.outcome == "ask" and isinstance(self.on_ask, Runnable):
+            child = child_config(config, run_manager, "gate:ask")
+            child["metadata"] = {**child.get("metadata", {}), "jev_gate_probability": decision.probability}
+            return self.on_ask, child
         if not isinstance(self.on_block, Runnable):
             raise self._blocked(input, decision)
         child = child_config(config, run_manager, "gate:blocked")
@@ -165,6 +188,13 @@ class JevGate(Decider, Travels, RunnableSerializable[Any, Any]):
             return input
         fallback, child = self._fallback(input, decision, run_manager, config)
         return await fallback.ainvoke(input, child, **kwargs)
+
+
+def _ask_branch(on_ask: Any) -> Any:
+    """``"block"`` (an asked input goes the blocked way), or the ask branch as a Runnable."""
+    if isinstance(on_ask, str):
+        return check_option("on_ask", on_ask, ("block",))
+    return _fallback(on_ask)
 
 
 def _fallback(on_block: Any) -> Any:

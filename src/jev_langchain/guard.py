@@ -19,7 +19,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, ConfigDict
 
-from jev_shared import Example, Noul, NoulAnswer, SystemOneResponse
+from jev_shared import Example, Noul, NoulAnswer, SystemOneResponse, band_for
 
 from ._checks import (
     check_band,
@@ -70,6 +70,9 @@ class ToolCallGuard(Decider):
 
     ``instructions`` is the statement that must hold for a call to run; the call runs when
     P(true) >= ``threshold``; with ``block_below``, P(true) in [block_below, threshold) asks a person.
+    With ``labelled`` (pairs of a recorded answer or its P(true), and whether the call should have run)
+    and a target, ``max_error=0.02`` or ``ask_rate=0.1``, both thresholds are chosen from that data
+    (:class:`jev_shared.Band`: ``guard.band`` reports the thresholds, the expected ask rate and error).
     ``on_block``: ``"message"`` (the agent reads ``block_message``, formatted with ``{tool}`` and
     ``{reason}``) or ``"raise"`` (:class:`ToolCallBlocked`). ``on_error``: a failed decision
     ``"block"``s (default), ``"allow"``s or ``"raise"``s. The last ``n_messages`` turns of the
@@ -87,8 +90,15 @@ class ToolCallGuard(Decider):
     def __init__(self, client: Any, *, instructions: str = DEFAULT_GUARD_INSTRUCTIONS,
                  criteria: dict[str, str] | None = None, threshold: float = 0.5, block_below: float | None = None,
                  on_block: str = "message", on_error: str = "block", block_message: str = DEFAULT_BLOCK_MESSAGE,
-                 n_messages: int = 6, examples: Sequence[Example] | None = None) -> None:
+                 n_messages: int = 6, examples: Sequence[Example] | None = None,
+                 labelled: Sequence[tuple[Any, Any]] | None = None, max_error: float | None = None,
+                 ask_rate: float | None = None) -> None:
         self.instructions = check_text("instructions", instructions)
+        #: The band fitted on ``labelled`` for ``max_error`` or ``ask_rate`` (its thresholds replace
+        #: ``threshold`` and ``block_below``; ``str(guard.band)`` says what it expects), or None.
+        self.band = band_for(labelled, max_error, ask_rate)
+        if self.band is not None:
+            threshold, block_below = self.band.allow, self.band.block
         self.threshold = check_threshold("threshold", threshold)
         self.block_below = check_band(self.threshold, block_below)
         self.on_block = check_option("on_block", on_block, ON_BLOCK)

@@ -16,7 +16,7 @@ from langchain_core.runnables.utils import ConfigurableFieldSpec, get_unique_con
 from langchain_core.utils.pydantic import TypeBaseModel
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from jev_shared import Choice, ChoiceAnswer, Example, SystemOneResponse
+from jev_shared import Choice, ChoiceAnswer, DecisionSets, Example, SystemOneResponse
 
 from ._checks import check_examples, check_state, check_text, check_threshold
 from ._core import Decider, Engine, child_config
@@ -51,6 +51,11 @@ class RouteDecision(BaseModel):
     defaulted: bool = False
     #: True when confidence fell in the "ask a human" band and a person picked the route.
     reviewed: bool = False
+    #: The routes in the answer's conformal decision set, most probable first (the router's ``sets`` or the
+    #: client's); None without decision sets.
+    decision_set: list[str] | None = None
+    #: True when that set was not one route, so the ``default`` route took over.
+    abstained: bool = False
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, str):
@@ -67,7 +72,8 @@ class RouteDecision(BaseModel):
         """Flat run metadata for the branch (and everything under it), easy to filter on in a trace."""
         return {"jev_route": self.route, "jev_choice": self.choice, "jev_confidence": self.confidence,
                 "jev_probabilities": dict(self.probabilities), "jev_method": self.method,
-                "jev_latency_ms": self.latency_ms, "jev_defaulted": self.defaulted, "jev_reviewed": self.reviewed}
+                "jev_latency_ms": self.latency_ms, "jev_defaulted": self.defaulted, "jev_reviewed": self.reviewed,
+                "jev_decision_set": self.decision_set, "jev_abstained": self.abstained}
 
 
 class JevRouter(Decider, Travels, RunnableSerializable[Any, Any]):
@@ -85,7 +91,10 @@ class JevRouter(Decider, Travels, RunnableSerializable[Any, Any]):
     :class:`RouteConfidenceError`. Between ``min_confidence`` and ``ask_human_below`` a person picks
     (LangGraph's ``interrupt``; resume with a route name). A route without a branch makes the router a
     classifier: its output is the :class:`RouteDecision` (equal to its route name, so the router itself
-    is a LangGraph edge), and :meth:`as_edge` is an edge that returns the name alone.
+    is a LangGraph edge), and :meth:`as_edge` is an edge that returns the name alone. With ``sets``
+    (:class:`jev_shared.DecisionSets` fitted on labelled answers of this question; or a client given
+    ``sets=``), a decision whose set is not one route abstains: the ``default`` route (the named
+    fallback branch) runs, ``abstained`` says so.
     ``dumpd``/``dumps`` and pickle work: see :class:`jev_langchain._portable.Travels`.
     """
 
@@ -97,6 +106,7 @@ class JevRouter(Decider, Travels, RunnableSerializable[Any, Any]):
     min_confidence: float = 0.0
     ask_human_below: float | None = None
     examples: list[Example] | None = None
+    sets: DecisionSets | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     event: ClassVar[str] = "jev_route"
@@ -107,8 +117,11 @@ class JevRouter(Decider, Travels, RunnableSerializable[Any, Any]):
     def __init__(self, client: Any, routes: Any, instructions: str = DEFAULT_INSTRUCTIONS, *,
                  state: Callable[[Any], Any] | None = None, default: str | None = None,
                  min_confidence: float = 0.0, ask_human_below: float | None = None,
-                 examples: Sequence[Example] | None = None, **kwargs: Any) -> None:
+                 examples: Sequence[Example] | None = None, sets: DecisionSets | None = None,
+                 **kwargs: Any) -> None:
         parsed = parse_routes(routes)
+        if sets is not None and not isinstance(sets, DecisionSets):
+            raise TypeError(f"sets: expected a DecisionSets, got {type(sets).__name__}")
         check_text("instructions", instructions)
         min_confidence = check_threshold("min_confidence", min_confidence)
         if ask_human_below is not None:
@@ -119,7 +132,7 @@ class JevRouter(Decider, Travels, RunnableSerializable[Any, Any]):
         engine = Engine(client, "JevRouter")
         super().__init__(client=client, routes=parsed, instructions=instructions,
                          state=check_state(state), default=default, min_confidence=min_confidence,
-                         ask_human_below=ask_human_below, examples=checked, **kwargs)
+                         ask_human_below=ask_human_below, examples=checked, sets=sets, **kwargs)
         self._engine = engine
 
     def _build_engine(self) -> None:
@@ -168,6 +181,11 @@ class JevRouter(Decider, Travels, RunnableSerializable[Any, Any]):
                                  confidence=answer.confidence, method=resp.method_of(QUESTION_ID) or "unknown",
                                  latency_ms=resp.usage.latency_ms)
         silent = resp.no_signal(QUESTION_ID)  # a uniform stand-in: the "first" route would be a guess
+        chosen = self.sets.of(answer) if self.sets is not None else answer.decision_set
+        if chosen is not None:
+            decision = decision.model_copy(update={"decision_set": chosen})
+            if len(chosen) != 1 and not silent:
+                return self._abstain(decision)
         if answer.confidence >= self.min_confidence and not silent:
             if self.ask_human_below is not None and answer.confidence < self.ask_human_below:
                 return _reviewed(decision, list(self.routes))
@@ -181,6 +199,14 @@ class JevRouter(Decider, Travels, RunnableSerializable[Any, Any]):
                 decision=decision,
             )
         return decision.model_copy(update={"route": self.default, "defaulted": True})
+
+    def _abstain(self, decision: RouteDecision) -> RouteDecision:
+        """A decision whose set is not one route: the default route, or RouteConfidenceError without one."""
+        if self.default is None:
+            raise RouteConfidenceError(
+                f"JevRouter: the decision set {decision.decision_set} is not one route and there is no default "
+                "route; set default=<route> (the fallback branch)", decision=decision)
+        return decision.model_copy(update={"route": self.default, "defaulted": True, "abstained": True})
 
     # -- running the branch ---------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from llama_index.core.prompts.prompt_type import PromptType
 from llama_index.core.schema import QueryBundle
 from llama_index.core.tools.types import ToolMetadata
 
-from jev_shared import AsyncSystemOneClient, ChoiceAnswer, NoulAnswer, SystemOneClient, SystemOneResponse
+from jev_shared import AsyncSystemOneClient, ChoiceAnswer, DecisionSets, NoulAnswer, SystemOneClient, SystemOneResponse
 
 from ._checks import int_at_least, one_of, unit_interval
 from ._clients import client_pair, resolve_clients
@@ -186,6 +186,9 @@ class JevMultiSelector(_JevSelector):
         max_outputs: keep at most this many (the most probable).
         allow_empty: when nothing reaches the threshold, select nothing instead of the top candidate.
         labels: as for :class:`JevSingleSelector`; with ``question="noul"``, ``"names"`` means the words yes / no.
+        sets: :class:`~jev_shared.DecisionSets` fitted on labelled answers of this choice (its option keys:
+            the candidates' names): the selection is the answer's conformal set, most probable first, in
+            place of ``threshold`` (an empty set: the top candidate, or nothing with ``allow_empty``).
     """
 
     prompt_type = PromptType.MULTI_SELECT
@@ -194,8 +197,10 @@ class JevMultiSelector(_JevSelector):
     def __init__(self, client: SystemOneClient | None = None, *, async_client: AsyncSystemOneClient | None = None,
                  prompt: BasePromptTemplate | str | None = None, question: QuestionKind = "choice",
                  threshold: float | None = None, max_outputs: int | None = None, allow_empty: bool = False,
-                 labels: Labels | None = None) -> None:
+                 labels: Labels | None = None, sets: DecisionSets | None = None) -> None:
         one_of("question", question, ("choice", "noul"))
+        if sets is not None and (question != "choice" or not isinstance(sets, DecisionSets)):
+            raise ValueError("sets: a DecisionSets, with question='choice' (one distribution over the candidates)")
         threshold = unit_interval("threshold", (0.2 if question == "choice" else 0.5) if threshold is None else threshold)
         if max_outputs is not None:
             int_at_least("max_outputs", max_outputs, 1)
@@ -203,6 +208,7 @@ class JevMultiSelector(_JevSelector):
         self.threshold = threshold
         self.max_outputs = max_outputs
         self.allow_empty = allow_empty
+        self.sets = sets
 
     @classmethod
     def default_template(cls, question: QuestionKind) -> str:
@@ -233,9 +239,24 @@ class JevMultiSelector(_JevSelector):
             probs, confidence = dict(answer.probabilities), answer.confidence
         else:
             probs = {k: _noul(resp, k) for k in keys}
+        if self.sets is not None:
+            return probs, confidence, self._set_pick(keys, probs)
         what = "probability" if self.question == "choice" else "probability of being relevant"
         return probs, confidence, multi_pick(keys, probs, threshold=self.threshold, max_outputs=self.max_outputs,
                                              allow_empty=self.allow_empty, what=what)
+
+
+    def _set_pick(self, keys: list[str], probs: dict[str, float]) -> Pick:
+        """The answer's decision set as the selection (capped at ``max_outputs``)."""
+        assert self.sets is not None
+        chosen = [keys.index(k) for k in self.sets.of(probs) if k in keys][:self.max_outputs]
+        at = f"{self.sets.coverage:.0%}"
+        if chosen or self.allow_empty:
+            return Pick(chosen, [f"{keys[i]!r}: probability {probs[keys[i]]:.2f} is in the decision set at {at}"
+                                 for i in chosen])
+        top = max(range(len(keys)), key=lambda i: (probs[keys[i]], -i))
+        return Pick([top], [f"{keys[top]!r}: probability {probs[keys[top]]:.2f} is the highest"],
+                    note=f"the decision set at {at} is empty: kept the most probable candidate")
 
 
 def _noul(resp: SystemOneResponse, key: str) -> float:

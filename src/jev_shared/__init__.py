@@ -4,6 +4,8 @@ from typing import TYPE_CHECKING
 
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse, Usage, answer_confidence
 from .client import AsyncSystemOneClient, SystemOneClient
+from .decision_band import Band, band_for
+from .decision_sets import DecisionSets, SetReport
 from .errors import (
     ClientCapabilityError,
     DecisionTimeoutError,
@@ -29,7 +31,7 @@ __all__ = [
     "JevError", "InvalidQuestionError", "UnsupportedMethodError", "ClientCapabilityError", "LabelReadoutError",
     "MalformedAnswerError", "ModelRefusalError", "IncompleteAnswerError", "ProviderError", "DecisionTimeoutError",
     "FieldRefusedError", "wire_error", "MAX_SINGLE_TOKEN_LABELS", "MAX_CHOICE_OPTIONS", "TOKEN_METHODS", "ClientPair",
-    "Memory", "MemoryFileWarning", "Preparation",
+    "Memory", "MemoryFileWarning", "Preparation", "DecisionSets", "SetReport", "Band", "band_for",
     "decide_batch", "adecide_batch", "stream_batch", "astream_batch", "BatchResult", "BatchTotals", "ItemResult",
 ]
 __version__ = "0.1.0"

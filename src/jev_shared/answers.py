@@ -41,7 +41,19 @@ def _clamp(x: float) -> float:
     return min(1.0, max(0.0, x))
 
 
-class ChoiceAnswer(BaseModel):
+class _Settable(BaseModel):
+    """What decision sets (:mod:`decision_sets`) add to an answer, in memory only: never on the wire."""
+
+    #: The options in the answer's conformal set, most probable first; None unless the client has ``sets=``.
+    decision_set: list[str] | None = Field(default=None, exclude=True, repr=False)
+
+    @property
+    def abstains(self) -> bool:
+        """True when the answer has a set and it is not one option (several, or none): do not decide alone."""
+        return self.decision_set is not None and len(self.decision_set) != 1
+
+
+class ChoiceAnswer(_Settable):
     model_config = ConfigDict(frozen=True)
 
     type: Literal["choice"] = "choice"
@@ -50,7 +62,7 @@ class ChoiceAnswer(BaseModel):
     confidence: float
 
 
-class ScoreAnswer(BaseModel):
+class ScoreAnswer(_Settable):
     model_config = ConfigDict(frozen=True)
 
     type: Literal["score"] = "score"
@@ -60,7 +72,7 @@ class ScoreAnswer(BaseModel):
     confidence: float
 
 
-class NoulAnswer(BaseModel):
+class NoulAnswer(_Settable):
     model_config = ConfigDict(frozen=True)
 
     type: Literal["noul"] = "noul"

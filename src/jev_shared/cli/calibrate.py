@@ -5,7 +5,11 @@ as :class:`~jev_shared.calibration.Record` saves it) or a labelled state to answ
 (``{"state": ..., "label": ...}``, with ``--questions`` and a backend: ``--backend-url`` and ``--model``, or
 the embedded model). It prints accuracy and ECE before and after (held out: each half of the lines
 is judged by a fit on the other half), the recommended threshold on the calibrated top probability
-for ``--target`` precision, and writes the calibration fitted on every line to ``--out``.
+for ``--target`` precision, and writes the calibration fitted on every line to ``--out``. It also fits
+decision sets (:class:`~jev_shared.DecisionSets`, split conformal, ``--coverage``) on the calibrated answers,
+prints their held-out coverage, mean set size and the share decided alone, saves them in the same file
+(one per question id when the file holds several), and draws the reliability diagram and the set-size
+chart as a PNG (``--plot``; the ``plots`` extra).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from jev_shared.calibration import Calibrator, Record, metrics, recommend_threshold
+from jev_shared.decision_sets import DecisionSets, SetReport
 from jev_shared.files import read_text
 
 from .backends import add_backend_args, backends, memory, read_questions, sync_client
@@ -33,6 +38,13 @@ def add_calibrate(sub: Any) -> None:
     p.add_argument("--top", action="store_true",
                    help="also fit top-label scaling (bends the reliability curve; never changes answers)")
     p.add_argument("--out", type=Path, default=Path("calibration.json"), help="where to write the calibration")
+    p.add_argument("--coverage", type=float, default=0.9,
+                   help="decision sets: how often the set must hold the true option (default 0.9)")
+    p.add_argument("--class-conditional", action="store_true",
+                   help="decision sets: the coverage for every option's items, not only on average")
+    p.add_argument("--plot", type=Path, default=None,
+                   help="the reliability diagram and set-size chart (PNG; default: --out with .png, when "
+                        "matplotlib is installed: the 'plots' extra)")
     add_backend_args(p)
 
 
@@ -85,6 +97,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if len(records) < 4:
         print("jev calibrate: at least 4 labelled lines are needed", file=sys.stderr)
         return 2
+    if not 0.0 < args.coverage < 1.0:
+        print(f"jev calibrate: --coverage must be strictly between 0 and 1, got {args.coverage}", file=sys.stderr)
+        return 2
     before, after = held_out(records, args.bias, args.target, args.top)
     b, a = metrics(before), metrics(after)
     threshold = recommend_threshold(a, args.target)
@@ -103,4 +118,72 @@ def run_calibrate(args: argparse.Namespace) -> int:
               f"{kept.coverage:.0%} of answers kept (target {args.target:.0%})")
     print(f"wrote {args.out} (temperature {cal.temperature():.2f}; use SystemOneClient(..., calibrator="
           f"Calibrator.load({str(args.out)!r})))")
+    return _sets(records, cal, args, before, after)
+
+
+def _sets(records: list[Record], cal: Calibrator, args: argparse.Namespace, before: list[Record],
+          after: list[Record]) -> int:
+    """Decision sets: held-out figures, the fit on every line saved beside the calibration, the PNG."""
+    try:
+        report, sizes = held_out_sets(records, args)
+        final = fit_sets(cal.calibrate(records), args.coverage, args.class_conditional)
+    except ValueError as exc:
+        print(f"decision sets   none: {exc}")
+        return 0
+    print(f"decision sets   at {args.coverage:.0%} (held out): coverage {report.coverage:.1%}, mean set size "
+          f"{report.mean_size:.2f}, decided alone {report.decided:.1%} (wrong {report.error_decided:.1%} of those)")
+    save_sets(final, args.out)
+    print(f"                saved in {args.out}: SystemOneClient(..., sets=DecisionSets.load({str(args.out)!r}))")
+    from .calibrate_plot import INSTALL_PLOTS, have_matplotlib, write_png
+
+    plot = args.plot or (args.out.with_suffix(".png") if have_matplotlib() else None)
+    if plot is None:
+        print(f"(for the reliability diagram and set-size chart: {INSTALL_PLOTS})")
+        return 0
+    try:
+        write_png(plot, before, after, sizes, report, args.coverage)
+    except (RuntimeError, OSError) as exc:
+        print(f"jev calibrate: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {plot} (reliability diagram and set sizes, held out)")
     return 0
+
+
+def _by_question(records: list[Record]) -> dict[str, list[Record]]:
+    groups: dict[str, list[Record]] = {}
+    for r in records:
+        groups.setdefault(r.question_id, []).append(r)
+    return groups
+
+
+def fit_sets(records: list[Record], coverage: float, class_conditional: bool) -> dict[str, DecisionSets]:
+    """One DecisionSets per question id, fitted on (calibrated) records."""
+    return {q: DecisionSets.fit([r.probabilities for r in g], [r.label for r in g], coverage, class_conditional)
+            for q, g in _by_question(records).items()}
+
+
+def held_out_sets(records: list[Record], args: argparse.Namespace) -> tuple[SetReport, list[int]]:
+    """Each half's sets judged by a calibration and sets fitted on the other half: the pooled report and
+    every judged answer's set size."""
+    halves = [records[0::2], records[1::2]]
+    sizes: list[int] = []
+    hits = alone = wrong = 0
+    for k in (0, 1):
+        cal = Calibrator.fit(halves[1 - k], bias=args.bias, top=args.top, target=args.target, min_records=10)
+        sets = fit_sets(cal.calibrate(halves[1 - k]), args.coverage, args.class_conditional)
+        for r in cal.calibrate(halves[k]):
+            s = sets[r.question_id].of(r.probabilities) if r.question_id in sets else list(r.probabilities)
+            sizes.append(len(s))
+            hits += r.label in s
+            alone += len(s) == 1
+            wrong += len(s) == 1 and s[0] != r.label
+    n = len(sizes)
+    return SetReport(n, hits / n, sum(sizes) / n, alone / n, wrong / max(alone, 1)), sizes
+
+
+def save_sets(sets: dict[str, DecisionSets], path: Path) -> None:
+    """Into the calibration file: the sets alone for one question id, else one per question id."""
+    if len(sets) == 1:
+        next(iter(sets.values())).save(path)
+    else:
+        DecisionSets.save_many(sets, path)
