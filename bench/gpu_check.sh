@@ -10,7 +10,8 @@
 # minutes (under 10 with both engines); the installs and model downloads come before them and are skipped with
 # --skip-install when the venvs exist. --dry-run prints every command and runs none.
 # Versions: VLLM_SPEC (default: the newest vllm; logprob_token_ids on Chat Completions needs a release with vLLM
-# PR #43463, May 2026) and SGLANG_SPEC (default: the newest sglang); set either to pin one.
+# PR #43463, May 2026) and SGLANG_SPEC (default: the newest sglang); set either to pin one. PYTHON: the
+# interpreter the venvs are made with (default python3; this package needs 3.11 or newer).
 set -euo pipefail
 
 MODEL="Qwen/Qwen2.5-Coder-1.5B-Instruct"
@@ -20,7 +21,7 @@ for arg in "$@"; do
   case "$arg" in
     --dry-run) DRY=1 ;;
     --skip-install) INSTALL=0 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) echo "gpu_check.sh: unknown flag $arg (see --help)" >&2; exit 2 ;;
     *) MODEL="$arg" ;;
   esac
@@ -30,6 +31,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 WORK="${GPU_CHECK_DIR:-/tmp/jev-gpu-check}"
 VLLM_SPEC="${VLLM_SPEC:-vllm}"
 SGLANG_SPEC="${SGLANG_SPEC:-sglang}"
+PYTHON="${PYTHON:-python3}"
 NAME="jev-check"  # the served model name both engines answer to
 CONCURRENCY=64
 PIDS=()
@@ -59,8 +61,8 @@ start() {  # start LOG COMMAND...: in the background, its pid kept for stop_serv
 
 run "mkdir -p '$WORK'"
 if [ "$INSTALL" = 1 ]; then
-  run "python3 -m venv '$WORK/vllm' && '$WORK/vllm/bin/pip' install -q '$VLLM_SPEC' -e '$ROOT'"
-  run "python3 -m venv '$WORK/sglang' && '$WORK/sglang/bin/pip' install -q '$SGLANG_SPEC' -e '$ROOT'"
+  run "$PYTHON -m venv '$WORK/vllm' && '$WORK/vllm/bin/pip' install -q '$VLLM_SPEC' -e '$ROOT'"
+  run "$PYTHON -m venv '$WORK/sglang' && '$WORK/sglang/bin/pip' install -q '$SGLANG_SPEC' -e '$ROOT'"
 fi
 
 start "$WORK/vllm.log" "$WORK/vllm/bin/vllm" serve "$MODEL" --port 8000 --served-model-name "$NAME" \
