@@ -54,9 +54,9 @@ def bare(base_url: str, model: str, meter: Meter, meta: dict[str, Any]) -> Decid
 def jev(base_url: str, model: str, meter: Meter, meta: dict[str, Any]) -> Decide:
     """The product defaults on a client marked as LocalServer.client() marks its own."""
     from jev_shared import Choice, SystemOneClient
+    from jev_shared.backend import describe
 
-    raw = openai_client(base_url, meter)
-    raw.jev_surfaces = ("chat_completions",)
+    raw = describe(openai_client(base_url, meter), surfaces=("chat_completions",))
     client = SystemOneClient(raw, model=model)
     q = Choice(instructions=meta["instructions"], criteria=meta["criteria"])
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from jev_shared import Choice, Example, JevError, Noul, Score, SystemOneClient
+from jev_shared.backend import describe
 from jev_shared.calibration import Calibrator, Record, metrics
 from jev_shared.local import DEMO_MODEL, SMOLLM2, LocalModelError, LocalServer
 
@@ -377,7 +378,7 @@ def collect(args: argparse.Namespace) -> tuple[list[Result], dict[str, Any]]:
         try:
             # as answered: no calibration applied (the shipped one is judged by scripts/fit_calibration.py)
             sdk = srv.client()
-            sdk.jev_exact_readout = not args.window
+            describe(sdk, exact_readout=not args.window)
             client = SystemOneClient(sdk, model=srv.model, debias=args.debias or "auto", debug=False,
                                      calibrator=None)
             for labels in args.labels.split(","):

@@ -56,6 +56,7 @@ def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: st
 
     from jev_langchain import JevRouter
     from jev_shared import SystemOneClient
+    from jev_shared.backend import describe
 
     class Recording(SystemOneClient):
         """Keeps the last response, to see its debug (no_signal, passes) without changing anything."""
@@ -68,7 +69,7 @@ def jev_router(base_url: str, model: str, meter: Meter, *, labels: str, mode: st
 
     raw = openai_client(base_url, meter)
     if debias == "auto":  # the engine's default on a LocalServer client: marked as LocalServer.client() marks it
-        raw.jev_surfaces, raw.jev_debias_zero_shot = ("chat_completions",), model == MODELS["qwen"]
+        describe(raw, surfaces=("chat_completions",), debias=model == MODELS["qwen"])
     client = Recording(raw, model=model, method=method, mode=mode, labels=labels, debias=debias)
     router = JevRouter(client, {name: (desc, RunnableLambda(lambda _x, n=name: n)) for name, desc in ROUTES.items()},
                        INSTRUCTIONS, examples=load_examples() if shots else None)

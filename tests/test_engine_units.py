@@ -12,6 +12,7 @@ import math
 import pytest
 
 from jev_shared import Choice, SystemOneClient
+from jev_shared.backend import describe
 from jev_shared.readout import PRIOR_SHARE
 from tests.helpers import aprovider, fails, provider, windows
 from tests.helpers import replies as r
@@ -218,7 +219,7 @@ def test_names_the_tokenizer_cannot_tell_apart_are_answered_by_description_words
         asked.append(text)
         return [hash(text[:4]), hash(text[4:])]
 
-    fake.jev_tokenize = tokenize
+    describe(fake, tokenize=tokenize)
     client = SystemOneClient(fake, model="m", labels="names", debug=True)
     resp = client.system_one("x", {"q": q})
     assert resp.answers["q"].choice == "shipment" and resp.usage.n_calls == 1
@@ -232,7 +233,7 @@ def test_names_the_tokenizer_cannot_tell_apart_are_answered_by_description_words
 
 def test_names_the_tokenizer_tells_apart_keep_their_own_words():
     fake = FixedWindow([("billing", -0.1), ("technical", -2.0)])
-    fake.jev_tokenize = lambda text: [hash(text)]
+    describe(fake, tokenize=lambda text: [hash(text)])
     client = SystemOneClient(fake, model="m", labels="names")
     assert client.system_one("x", {"team": TEAM}).answers["team"].choice == "billing"
     assert "billing, technical, sales" in fake.wire[0]["messages"][0]["content"]

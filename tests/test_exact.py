@@ -16,6 +16,7 @@ import openai
 import pytest
 
 from jev_shared import Choice, SystemOneClient
+from jev_shared.backend import describe
 from jev_shared.exact import EXACT_SOURCE, TokenTable, as_logprobs, exact_ids, window_only
 from jev_shared.methods import MethodConfig, request_fields
 from jev_shared.questions import prepare_questions
@@ -85,8 +86,7 @@ def server(names: list[str], favourite: str, seen: list[dict], with_ids: bool = 
 
     sdk = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="local",
                         http_client=httpx.Client(transport=httpx.MockTransport(reply)))
-    sdk.jev_surfaces = ("chat_completions",)
-    sdk.jev_tokenize = tokenizer(names)
+    describe(sdk, surfaces=("chat_completions",), tokenize=tokenizer(names))
     return sdk
 
 
@@ -99,7 +99,7 @@ def test_a_64_option_question_reads_every_options_probability_on_a_server_that_a
     question = {"q": Choice(instructions="Which option?", criteria={n: f"option {n}" for n in names})}
     seen: list[dict] = []
     sdk = server(names, "opt40", seen)
-    sdk.jev_exact_readout = True  # what LocalServer.mark says of llama.cpp
+    describe(sdk, exact_readout=True)  # what LocalServer.mark says of llama.cpp
     resp = client_for(sdk).system_one("pick forty", question)
     probs = resp.answers["q"].probabilities
     readout = resp.debug["questions"]["q"]["readout"]
@@ -130,7 +130,7 @@ def test_names_sharing_a_first_token_are_read_on_exactly_too():
     names = list(SHARED)
     seen: list[dict] = []
     sdk = server(names, "alarm_query", seen)
-    sdk.jev_exact_readout = True
+    describe(sdk, exact_readout=True)
     resp = client_for(sdk).system_one("wake me at 7", {"q": Choice(instructions="Which intent?", criteria=SHARED)})
     probs = resp.answers["q"].probabilities
     assert resp.usage.n_calls == 2 and resp.debug["questions"]["q"]["readout"]["source"] == EXACT_SOURCE + "+continuation"
@@ -151,7 +151,7 @@ def test_a_continuation_reads_the_window_where_the_prefix_is_not_the_names_own_t
     names = list(SHARED)
     seen: list[dict] = []
     sdk = server(names, "alarm_query", seen, with_ids=False)
-    sdk.jev_exact_readout = True
+    describe(sdk, exact_readout=True)
     resp = client_for(sdk).system_one("wake me at 7", {"q": Choice(instructions="Which intent?", criteria=SHARED)})
     assert resp.usage.n_calls == 2 and "logit_bias" not in seen[1] and "post_sampling_probs" not in seen[1]
     assert seen[1]["temperature"] == 0 and seen[1]["top_logprobs"] == 20
@@ -183,11 +183,8 @@ def test_the_token_table_keeps_other_casings_only_where_they_are_one_token():
         calls.append(text)
         return pieces[text]
 
-    class Marked:
-        jev_exact_readout = True
-
-    table = TokenTable.of(Marked(), tokenize)
-    assert table is not None and TokenTable.of(object(), tokenize) is None  # only a marked server's client
+    table = TokenTable.of(True, tokenize)
+    assert table is not None and TokenTable.of(False, tokenize) is None  # only a server that reads exactly
     assert table.ids(["insect", "yes"]) == {"insect": 5, " insect": 6, "yes": 1, " yes": 3, "Yes": 2, " Yes": 4}
     n = len(calls)
     table.ids(["insect"])
@@ -217,7 +214,7 @@ def test_names_that_share_a_first_token_below_the_top_get_their_share_not_the_fl
     question = {"q": Choice(instructions="Which option?", criteria={n: f"option {n}" for n in names})}
     seen: list[dict] = []
     sdk = server(names, "opt40", seen)
-    sdk.jev_exact_readout = True
+    describe(sdk, exact_readout=True)
     resp = client_for(sdk).system_one("pick forty", question)
     probs = resp.answers["q"].probabilities
     assert resp.usage.n_calls == 1 and resp.answers["q"].choice == "opt40" and len(probs) == 64

@@ -20,6 +20,7 @@ import openai
 import pytest
 
 from jev_shared import AsyncSystemOneClient, Choice, Example, Memory, MemoryFileWarning, Noul, SystemOneClient
+from jev_shared.backend import describe
 from jev_shared.memory import backend_fingerprint, fingerprint
 from tests.helpers import Request, aprovider, provider
 from tests.helpers import replies as r
@@ -210,8 +211,7 @@ def test_a_local_server_client_uses_the_user_cache_and_others_their_own(monkeypa
     monkeypatch.delenv("JEV_NO_CACHE", raising=False)
     monkeypatch.setenv("JEV_MEMORY_FILE", str(tmp_path / "m.json"))
     sdk = openai.OpenAI(base_url="http://127.0.0.1:1/v1", api_key="local")
-    sdk.jev_user_cache = True  # what LocalServer.mark sets
-    sdk.jev_backend = "embedded-llama.cpp:qwen2.5-coder-0.5b"
+    describe(sdk, user_cache=True, name="embedded-llama.cpp:qwen2.5-coder-0.5b")  # what LocalServer.mark attaches
     assert SystemOneClient(sdk, model=MODEL).memory is Memory.user_cache()
     plain = SystemOneClient(openai.OpenAI(base_url="http://127.0.0.1:1/v1", api_key="k"), model=MODEL)
     assert plain.memory is not Memory.user_cache() and plain.memory.path is None

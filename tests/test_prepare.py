@@ -87,7 +87,6 @@ def test_preview_shows_the_requests_without_sending_them() -> None:
     assert team["request"]["messages"][-1]["content"].endswith("I was charged twice")
     assert "billing" in team["request"]["messages"][0]["content"] and spam["questions"] == ["spam"]
     assert team["input_tokens"] is None  # no tokenizer on this client
-    client.jev_tokenize = None
     counted = SystemOneClient(_with_tokenizer(rec), model=MODEL, api="chat_completions")
     [one] = counted.preview("abc", {"team": TEAM})
     assert one["input_tokens"] == sum(len(m["content"].split()) for m in one["request"]["messages"])

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from jev_shared import Choice, SystemOneClient, registry
+from jev_shared.backend import describe
 from jev_shared.calls import Call
 from jev_shared.options import Options
 from jev_shared.surfaces import parse_chat
@@ -54,7 +55,7 @@ def test_a_new_surface_is_one_registry_line(monkeypatch: pytest.MonkeyPatch) -> 
         sent.append(kwargs)
         return chat_tokens({"billing": -0.1, "sales": -2.5})
 
-    client = SimpleNamespace(toy=SimpleNamespace(create=create), jev_surfaces=("toy",))
+    client = describe(SimpleNamespace(toy=SimpleNamespace(create=create)), surfaces=("toy",))
     engine = SystemOneClient(client, model="m", method="logprobs", debias=False)
     resp = engine.system_one(state="my invoice", questions={
         "q": Choice(instructions="route", criteria={"billing": "money", "sales": "buy"})})

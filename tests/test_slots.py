@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from jev_shared import AsyncSystemOneClient, Choice, Example, Noul, SystemOneClient
+from jev_shared.backend import Backend, describe
 from jev_shared.calls import Call
 from jev_shared.local import WIRE_MODEL, LocalServer
 from jev_shared.prompt import state_block
@@ -63,7 +64,7 @@ def test_a_new_server_restores_the_prompts_and_reads_only_the_state(tmp_path: Pa
 
 def test_without_the_files_the_first_call_reads_the_whole_prompt() -> None:
     with LocalServer(WIRE_MODEL, prompt_cache=False) as srv:
-        assert srv.prompt_folder is None and not hasattr(srv.client(), "jev_slots")
+        assert srv.prompt_folder is None and Backend.of(srv.client()).slots is None
         resp = _client(srv).system_one(STATE, QUESTIONS)
     assert all(calls[0] > 60 for calls in _computed(resp).values())  # the rules and the question, read anew
 
@@ -104,7 +105,7 @@ class _Raced(SlotCache):
 def test_a_slot_another_request_took_is_not_kept(tmp_path: Path) -> None:
     with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
         client = srv.client()
-        client.jev_slots = _Raced(srv.base_url, tmp_path, srv.n_parallel)
+        describe(client, slots=_Raced(srv.base_url, tmp_path, srv.n_parallel))
         SystemOneClient(client, model=srv.model).system_one(STATE, {"spam": QUESTIONS["spam"]})
     assert list(tmp_path.glob("*.bin")) == []  # it held a user's state: deleted
 

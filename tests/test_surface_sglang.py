@@ -3,7 +3,7 @@
 No GPU server can run here, so tests/helpers/served.py speaks SGLang's wire on a loopback socket
 (``/tokenize``; ``/v1/chat/completions`` with ``logit_bias`` added to the logits before the returned
 log-probabilities, ``top_logprobs`` above 20; ``/v1/score``). ``bench/gpu_check.sh`` runs the same surface
-against a real SGLang and compares the read with ``/v1/score``.
+against a real SGLang.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import openai
 import pytest
 
 from jev_shared import Choice, Noul, Score, SystemOneClient
+from jev_shared.backend import Backend, describe
 from jev_shared.errors import ClientCapabilityError
 from jev_shared.exact import EXACT_BIAS, EXACT_SOURCE
-from jev_shared.served import for_server, server_tokenizer
+from jev_shared.served import attach, for_server, server_tokenizer
 from jev_shared.surface_sglang import exact_request
 from tests.helpers.served import FakeModel, ServedStub
 
@@ -25,10 +26,11 @@ WORDS = [f"opt{i:02d}" for i in range(64)]
 
 
 def client_for(srv: ServedStub, *, exact: bool = True) -> SystemOneClient:
+    """api="sglang" (the server's /tokenize asked by the engine itself); exact=False: the same server on
+    api="chat_completions", which reads the window."""
     sdk = openai.OpenAI(base_url=srv.base_url, api_key="k", max_retries=0)
-    if exact:
-        for_server(sdk, "sglang")
-    return SystemOneClient(sdk, model="qwen", api="sglang", calibrator=None, debias=False, debug=True)
+    return SystemOneClient(sdk, model="qwen", api="sglang" if exact else "chat_completions", calibrator=None,
+                           debias=False, debug=True)
 
 
 def decide(srv: ServedStub, question: dict, *, exact: bool = True) -> Any:
@@ -108,3 +110,13 @@ def test_the_request_translation_and_the_tokenizer():
         server_tokenizer(object())
     with pytest.raises(ClientCapabilityError, match="served engine"):
         for_server(openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k"), "chat_completions")
+    # what the engine does with api="sglang": an SDK client gets the server's tokenizer, a tokenizer of the
+    # caller's own is kept, another api or a client without post()/base_url is left as it is (the window)
+    sdk = attach(openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k"), "sglang")
+    got = Backend.of(sdk)
+    assert got.surfaces == ("sglang",) and got.exact_readout is True and callable(got.tokenize)
+    own = describe(openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k"), tokenize=len)
+    assert Backend.of(attach(own, "sglang")).tokenize is len and not Backend.of(own).exact_readout
+    assert Backend.of(attach(openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="k"),
+                             "chat_completions")).tokenize is None
+    assert attach(object, "sglang") is object

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import time
 import weakref
 from collections.abc import Callable, Mapping
@@ -17,8 +16,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypedDict, Unpack
 
-from . import calibration, drive, transport
+from . import calibration, drive, served, transport
 from .answers import Answer, ChoiceAnswer, ConfidenceKind, NoulAnswer, ScoreAnswer, SystemOneResponse
+from .backend import Backend
 from .calibration import GLOBAL, Calibrator
 from .calls import Budget, Flow
 from .decision_sets import DecisionSets, attach_sets
@@ -28,7 +28,7 @@ from .flows import Ask, answer
 from .hosted import hosted_flow, refuse_llm_options, systemone_client
 from .labels import answer_words, token_checked_aliases
 from .layout import choose_layout
-from .memory import Memory, backend_fingerprint
+from .memory import Memory
 from .methods import TOKEN_READOUT
 from .models import debias_by_default
 from .options import Examples, Options, check_timeout
@@ -82,7 +82,7 @@ class _ClientCore:
         strict_labels: bool = False, debias: bool | str = "auto", normalize_probabilities: bool = True,
         structured_outputs: bool = True, max_retries: int = 3, timeout: float | None = None, debug: bool = False,
         calibrator: Calibrator | str | None = "auto", memory: Memory | None = None,
-        sets: DecisionSets | Mapping[str, DecisionSets] | None = None,
+        sets: DecisionSets | Mapping[str, DecisionSets] | None = None, backend: Backend | None = None,
     ) -> None:
         self.options = Options(
             model=model, method=method, mode=mode, auto_threshold=auto_threshold, api=api, confidence=confidence,
@@ -91,19 +91,22 @@ class _ClientCore:
             examples=examples, strict_labels=strict_labels, debias=debias,
             normalize_probabilities=normalize_probabilities, structured_outputs=structured_outputs,
             max_retries=max_retries, timeout=timeout, debug=debug)
-        if self.options.debias == "auto" and not debias_by_default(model):  # the model's default, whoever built
-            self.options = dataclasses.replace(self.options, debias=False)  # the client (models.py)
         if client is None and api == "systemone":
             client = systemone_client()
-        self._speaks = speaks(client, getattr(client, "jev_surfaces", None))
+        client = served.attach(client, api)  # vLLM, SGLang: their /tokenize, so the labels' own tokens are read
+        #: What the engine knows about where the client sends (backend.py): given, attached, or nothing.
+        self.backend = backend if backend is not None else Backend.of(client)
+        by_model = self.backend.debias if self.backend.debias is not None else debias_by_default(model)
+        if self.options.debias == "auto" and not by_model:  # the model's default, whoever built the client
+            self.options = dataclasses.replace(self.options, debias=False)  # (models.py)
+        self._speaks = speaks(client, self.backend.surfaces)
         _check_client(client, api, self._speaks)
         remember_secrets(transport.client_secrets(client))  # redacted from every error, log and debug text
-        tokenize = getattr(client, "jev_tokenize", None)
-        self._tokenize = tokenize if inspect.ismethod(tokenize) or inspect.isfunction(tokenize) else None
+        self._tokenize = self.backend.tokenize
         #: Where the server reads the labels' own tokens (LocalServer's llama.cpp): their ids, asked once (exact.py).
-        self._token_table = TokenTable.of(client, self._tokenize)
+        self._token_table = TokenTable.of(self.backend.exact_readout, self._tokenize)
         #: The server's own KV cache of zero-shot prompts (LocalServer's ``slots.SlotCache``), or None.
-        self._slots = getattr(client, "jev_slots", None)
+        self._slots = self.backend.slots
         self._checked_aliases: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...] | None] = {}
         self.client = _plain_client(client)
         #: Applied to every answer: "auto" is the calibration shipped for the model (the embedded default
@@ -119,8 +122,8 @@ class _ClientCore:
         self.retry_policy = self.options.retry_policy
         #: What this client learns (and what it was given): shareable, saved by ``Memory`` itself. By default
         #: a LocalServer client uses the per-user cache (``Memory.user_cache()``), any other a fresh one.
-        self.memory = memory if memory is not None else _default_memory(client)
-        self._memory = self.memory.for_backend(backend_fingerprint(client))
+        self.memory = memory if memory is not None else Memory.user_cache() if self.backend.user_cache else Memory()
+        self._memory = self.memory.for_backend(self.backend.fingerprint(client))
 
     # the settings integrations and tools read; the full set is ``options``
     model = property(lambda self: self.options.model)
@@ -377,11 +380,6 @@ def _single(kind: str, instructions: str, criteria: Any) -> tuple[dict[str, Any]
 
 def _only(resp: SystemOneResponse) -> Answer:
     return next(iter(resp.answers.values()))
-
-
-def _default_memory(client: Any) -> Memory:
-    """The per-user cache for a client that asks for it (LocalServer's), else a memory of its own."""
-    return Memory.user_cache() if getattr(client, "jev_user_cache", None) is True else Memory()
 
 
 def _check_client(client: Any, api: str, spoken: tuple[str, ...]) -> None:

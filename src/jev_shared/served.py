@@ -5,15 +5,18 @@ Both servers answer ``POST /tokenize`` at their root (beside ``/v1``) with ``{"p
 ``TokenizeCompletionRequest``; SGLang's ``TokenizeRequest``, native API page). The engine asks it once per
 answer word (:class:`~jev_shared.exact.TokenTable` keeps the ids), never per question.
 
-    client = for_server(openai.OpenAI(base_url="http://gpu:8000/v1", api_key="-"), "vllm")
-    SystemOneClient(client, model="Qwen/Qwen2.5-Coder-1.5B-Instruct", api="vllm")
+    SystemOneClient(openai.OpenAI(base_url="http://gpu:8000/v1", api_key="-"), model="Qwen/Qwen2.5-Coder-1.5B-Instruct",
+                    api="vllm")  # the client is set up by for_server (attach)
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from . import backend
+from .backend import Backend
 from .errors import ClientCapabilityError
 from .surface_sglang import SGLANG
 from .surface_vllm import VLLM
@@ -46,10 +49,18 @@ def for_server(client: Any, api: str) -> Any:
     server's tokenizer, and the labels' own tokens read (the surface says how: surface_vllm, surface_sglang)."""
     if api not in SERVED:
         raise ClientCapabilityError(f"api={api!r} is not a served engine; use one of {list(SERVED)}")
-    client.jev_tokenize = server_tokenizer(client)
-    client.jev_exact_readout = True
-    client.jev_surfaces = (api,)
+    known = Backend.of(client)
+    return backend.attach(client, dataclasses.replace(known, tokenize=server_tokenizer(client), exact_readout=True,
+                                                      surfaces=(api,)))
+
+
+def attach(client: Any, api: str) -> Any:
+    """What the engine does with ``api="vllm"`` / ``"sglang"``: :func:`for_server` on an SDK client that has no
+    tokenizer yet; any other client (or api) as it is (its window is read)."""
+    has_http = callable(getattr(client, "post", None)) and getattr(client, "base_url", None) is not None
+    if api in SERVED and has_http and Backend.of(client).tokenize is None:
+        return for_server(client, api)
     return client
 
 
-__all__ = ["SERVED", "for_server", "server_tokenizer"]
+__all__ = ["SERVED", "attach", "for_server", "server_tokenizer"]

@@ -22,7 +22,7 @@ that the server cannot restore, or whose restored prompt's answer then fails the
 turn is seen here: the slot is erased first) is removed, and the prompt kept anew. Everything here only makes a call
 faster: a slot that holds something else is read anew by the server, so no answer depends on it.
 Wraps the transport's ``send`` / ``asend`` (``SystemOneClient`` does so for a client that carries
-one: ``client.jev_slots``, set by ``LocalServer.client()`` unless caching is off).
+one: ``Backend.slots``, set by ``LocalServer.client()`` unless caching is off).
 """
 
 from __future__ import annotations

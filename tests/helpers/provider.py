@@ -10,7 +10,7 @@ requests in flight at once.
     SystemOneClient(client, model="m").system_one(...)
     client.wire[0]["messages"]            # the first request's body, as sent
 
-The client says it speaks Chat Completions only (``jev_surfaces``, as ``LocalServer.client()``
+The client says it speaks Chat Completions only (``Backend.surfaces``, as ``LocalServer.client()``
 does), so ``api="auto"`` asks no Responses route first; pass ``surfaces=None`` to let the engine
 find out for itself.
 """
@@ -25,6 +25,8 @@ from types import ModuleType
 from typing import Any
 
 import openai
+
+from jev_shared.backend import describe
 
 from .replies import in_turn
 from .wire import Handler, Hang, Reply, Request, Reset, act
@@ -142,11 +144,15 @@ def _sdk_client(cls: type, sdk: ModuleType, handler: Handler | Any, base_url: st
         transport=transport(http, handler, wire, delay=delay, is_async=is_async))
     client = cls(base_url=base_url, api_key=key or api_key(), max_retries=0, http_client=http_client_)
     client.wire = wire
+    fields = {BACKEND_FIELDS.get(name, name): value for name, value in attrs.items()}
     if surfaces is not None:
-        client.jev_surfaces = tuple(surfaces)
-    for name, value in attrs.items():  # jev_tokenize, jev_debias_zero_shot: what LocalServer.client() sets
-        setattr(client, name, value)
-    return client
+        fields["surfaces"] = tuple(surfaces)
+    return describe(client, **fields) if fields else client  # what LocalServer.client() attaches (backend.py)
+
+
+#: the helpers' older keywords for Backend fields
+BACKEND_FIELDS = {"jev_tokenize": "tokenize", "jev_slots": "slots", "jev_exact_readout": "exact_readout",
+                  "jev_debias_zero_shot": "debias", "jev_user_cache": "user_cache", "jev_backend": "name"}
 
 
 def provider(handler: Handler | Any, *, delay: float = 0.0, surfaces: Sequence[str] | None = CHAT_ONLY,

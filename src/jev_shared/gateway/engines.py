@@ -71,7 +71,7 @@ class EnginePool:
             base = backend.mark(openai.AsyncOpenAI(base_url=backend.base_url, api_key=backend.api_key,
                                                    max_retries=0))
             self._openai[model] = base
-        http = backend.mark(base.with_options(timeout=timeout_s) if timeout_s else base)  # a copy loses marks
+        http = base.with_options(timeout=timeout_s) if timeout_s else base  # a copy keeps its Backend (backend.py)
         return AsyncSystemOneClient(http, model=backend.model, api=backend.api, method=self.config.method,
                                     layout=self.config.layout, max_concurrency=self.config.max_concurrency,
                                     top_logprobs=self.config.top_logprobs, max_retries=self.config.max_retries,
