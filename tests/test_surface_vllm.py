@@ -15,7 +15,6 @@ import pytest
 
 from jev_shared import Choice, Noul, Score, SystemOneClient
 from jev_shared.exact import EXACT_SOURCE
-from jev_shared.served import for_server
 from jev_shared.surface_vllm import MAX_TOKEN_IDS, exact_request
 from tests.helpers.served import FakeModel, ServedStub
 
@@ -23,10 +22,11 @@ WORDS = [f"opt{i:02d}" for i in range(64)]
 
 
 def client_for(srv: ServedStub, *, exact: bool = True) -> SystemOneClient:
+    """api="vllm" (the server's /tokenize asked by the engine itself); exact=False: the same server on
+    api="chat_completions", which reads the window."""
     sdk = openai.OpenAI(base_url=srv.base_url, api_key="k", max_retries=0)
-    if exact:
-        for_server(sdk, "vllm")
-    return SystemOneClient(sdk, model="qwen", api="vllm", calibrator=None, debias=False, debug=True)
+    return SystemOneClient(sdk, model="qwen", api="vllm" if exact else "chat_completions", calibrator=None,
+                           debias=False, debug=True)
 
 
 def decide(srv: ServedStub, question: dict, *, exact: bool = True) -> Any:
@@ -57,7 +57,7 @@ def test_a_64_option_question_reads_every_options_probability_with_logprob_token
     assert resp.usage.n_calls == 1 and srv.seen[1]["logprob_token_ids"] == body["logprob_token_ids"]
 
 
-def test_without_the_servers_tokenizer_the_window_is_read_and_debug_says_so():
+def test_the_same_server_on_chat_completions_reads_the_window_and_debug_says_so():
     model = FakeModel(WORDS, "opt40")
     question = {"q": Choice(instructions="Which option?", criteria={w: f"option {w}" for w in WORDS})}
     with ServedStub("vllm", model) as srv:

@@ -20,7 +20,7 @@ so it reads on Chat Completions: ``logit_bias`` on the labels' first tokens (fro
 ``top_logprobs`` sized to them. SGLang's ``top_k`` must be -1 or at least 1, so llama.cpp's ``top_k: 0`` and
 ``post_sampling_probs`` are not sent. A server that refuses ``logit_bias`` (a 400 naming it) has it dropped and
 the question re-asked on the window (:mod:`asking`); ``debug["readout"]["source"]`` then says ``"logprobs"``.
-``bench/gpu_check.sh`` checks the read against ``/v1/score`` on a real server.
+``bench/gpu_check.sh`` checks the read on a real server (a 64-option question, every option's tokens back).
 Docs: https://docs.sglang.io/docs/basic_usage/native_api (``/v1/score``, ``/generate``, ``/tokenize``).
 """
 
