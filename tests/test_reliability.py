@@ -7,6 +7,7 @@ method, surface, transport, SDK, readout) is real.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import threading
@@ -138,7 +139,12 @@ def test_after_a_timeout_the_sync_client_sends_nothing_more():
     time.sleep(0.6)
     assert len(fake.wire) == sent  # the workers stopped
     assert all(req.at <= failed_at for req in fake.wire)
-    assert not [t for t in threading.enumerate() if t.name.startswith("jev") and t.is_alive()]
+    del client  # the client's worker threads (one pool a client, not one a call) end with it
+    gc.collect()
+    deadline = time.perf_counter() + 2.0
+    while [t for t in threading.enumerate() if t.name.startswith("jev") and t.is_alive()]:
+        assert time.perf_counter() < deadline, "a worker thread outlived its client"
+        time.sleep(0.01)
 
 
 # 8. -W error: the engine's own setup raises no deprecation -------------------------------------------

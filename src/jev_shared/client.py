@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypedDict, Unpack
@@ -272,6 +274,10 @@ class _ClientCore:
         return self._own_calibrations[ident]
 
 
+#: guards every client's lazily built thread pool
+_POOL_LOCK = threading.Lock()
+
+
 class SystemOneClient(_ClientCore):
     """Typed decisions from any OpenAI-compatible chat client (sync).
 
@@ -288,11 +294,24 @@ class SystemOneClient(_ClientCore):
         if self._slots is not None:
             send = self._slots.wrap(send)
         jobs = [partial(drive.drive, flow, send) for flow in plan.flows]
+        pool = self._pool(plan.concurrency) if len(jobs) > 1 or plan.budget.deadline is not None else None
         try:
             return self._finish(plan, drive.run_threads(jobs, scout=plan.scout, budget=plan.budget,
-                                                        max_concurrency=plan.concurrency))
+                                                        max_concurrency=plan.concurrency, pool=pool))
         finally:
             self.memory.flush()
+
+    def _pool(self, workers: int) -> ThreadPoolExecutor:
+        """The client's worker threads (built once, grown when a call asks for more), shut down with the client."""
+        with _POOL_LOCK:
+            pool, size = self.__dict__.get("_threads", (None, 0))
+            if pool is None or size < workers:
+                if pool is not None:
+                    pool.shutdown(wait=False)
+                pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jev")
+                self.__dict__["_threads"] = (pool, workers)
+                weakref.finalize(self, pool.shutdown, wait=False)
+            return pool
 
     def prepare(self, questions: Mapping[str, Any], *, state: Any = None,
                 **options: Unpack[CallOptions]) -> Preparation:

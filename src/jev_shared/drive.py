@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
@@ -71,22 +72,31 @@ def timed_out(budget: Budget) -> DecisionTimeoutError:
 
 
 def run_threads(jobs: Sequence[Callable[[], T]], *, scout: bool, budget: Budget,
-                max_concurrency: int) -> list[Outcome]:
-    """Each job on a worker thread (in a copy of the caller's context, so tracing reaches it)."""
+                max_concurrency: int, pool: ThreadPoolExecutor | None = None) -> list[Outcome]:
+    """Each job on a worker thread of ``pool`` (the client's: none is built per call; in a copy of the caller's
+    context, so tracing reaches it), at most ``max_concurrency`` of the call's at once. One question without a
+    deadline runs on the caller's thread."""
     if len(jobs) == 1 and budget.deadline is None:
         return [_outcome(jobs[0])]
+    own = pool is None
+    if pool is None:
+        pool = ThreadPoolExecutor(max_workers=min(max_concurrency, len(jobs)), thread_name_prefix="jev")
+    gate = threading.BoundedSemaphore(max_concurrency) if max_concurrency < len(jobs) else None
     outcomes: list[Outcome] = [None] * len(jobs)
-    pool = ThreadPoolExecutor(max_workers=min(max_concurrency, len(jobs)), thread_name_prefix="jev")
+    futures: dict[int, Future[Outcome]] = {}
     try:
         for wave in waves(len(jobs), scout):
-            futures = {i: pool.submit(contextvars.copy_context().run, _outcome, jobs[i]) for i in wave}
+            futures = {i: pool.submit(contextvars.copy_context().run, _outcome, jobs[i], gate) for i in wave}
             _wait_wave(list(futures.values()), budget)
             for i, future in futures.items():
                 outcomes[i] = future.result()
             if any(isinstance(outcomes[i], BaseException) for i in wave):
                 break  # a failed scout is the call's first error: the rest are not sent
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        for future in futures.values():
+            future.cancel()  # those not started (a timed-out call): they never send
+        if own:
+            pool.shutdown(wait=False, cancel_futures=True)
     return outcomes
 
 
@@ -98,9 +108,12 @@ def _wait_wave(futures: list[Future[Outcome]], budget: Budget) -> None:
         raise timed_out(budget)
 
 
-def _outcome(job: Callable[[], T]) -> Outcome:
+def _outcome(job: Callable[[], T], gate: threading.BoundedSemaphore | None = None) -> Outcome:
     try:
-        return job()
+        if gate is None:
+            return job()
+        with gate:
+            return job()
     except Exception as exc:  # noqa: BLE001 - kept as the question's outcome, raised in question order
         return exc
 

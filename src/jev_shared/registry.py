@@ -7,6 +7,7 @@ for ``auto=True`` surfaces: it is api="auto"'s preference order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .calls import Call
@@ -51,7 +52,7 @@ def has_path(client: Any, name: str) -> bool:
     return callable(obj)
 
 
-def speaks(client: Any, named: tuple[str, ...] | list[str] | None = None) -> tuple[str, ...]:
+def speaks(client: Any, named: Sequence[str] | None = None) -> tuple[str, ...]:
     """The per-question surfaces a client has: api="auto"'s order, then any other surface ``named``.
 
     A client that says which surfaces to use (``named``: the backend's own list, e.g. ``LocalServer``'s)
@@ -65,12 +66,12 @@ def speaks(client: Any, named: tuple[str, ...] | list[str] | None = None) -> tup
     return kept or spoken
 
 
-def first_with(speaks: tuple[str, ...] | list[str], what: str) -> str | None:
+def first_with(speaks: Sequence[str], what: str) -> str | None:
     """The first spoken surface for which the :class:`Surface` flag ``what`` (prefill, grammar, …) holds."""
     return next((s for s in speaks if getattr(SURFACES[s], what)), None)
 
 
-def fallback_of(name: str, speaks: tuple[str, ...] | list[str]) -> str | None:
+def fallback_of(name: str, speaks: Sequence[str]) -> str | None:
     """Where api="auto" re-asks from ``name`` (a missing route, no distribution), if the client speaks it."""
     target = SURFACES[name].fallback
     return target if target is not None and target in speaks else None
