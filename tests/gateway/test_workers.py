@@ -118,6 +118,44 @@ def test_workers_on_two_model_servers_behind_nginx_each_answer_their_own():
         assert one.requests + two.requests == 2 * 32 * 4
 
 
+@pytest.mark.live
+@pytest.mark.timeout(240)
+def test_two_workers_on_the_embedded_model_started_once_survive_their_workers_exits():
+    """No ``--backend-url``: ``jev serve`` starts the embedded model once, then gunicorn forks the workers,
+    which point at it. A worker killed, and one stopped gracefully (its exit never unwinds the launcher's
+    stack, whose exit stops the model), are replaced and the model still answers through the port."""
+    pytest.importorskip("xllamacpp")
+    from jev_shared.local import WIRE_MODEL
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jev_shared.cli", "serve", "--port", str(port), "--workers", "2", "--model", WIRE_MODEL,
+         "--no-cache", "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT, env={**os.environ, "JEV_API_KEYS": KEY, "PYTHONPATH": str(ROOT / "src")})
+    url = f"http://127.0.0.1:{port}"
+    body = {"model": WIRE_MODEL, "state": "My invoice was charged twice.", "questions": {
+        "team": {"type": "choice", "instructions": "Which team?", "criteria": {"billing": "money", "tech": "bugs"}}}}
+    answered = []
+    try:
+        wait_healthy(proc, url, 120)
+        for signum in (signal.SIGKILL, signal.SIGTERM):
+            before = workers_of(proc.pid, 2)
+            os.kill(before[0], signum)
+            deadline = time.monotonic() + 60
+            while before[0] in (now := workers_of(proc.pid, 2)) or len(now) < 2:
+                assert time.monotonic() < deadline, now
+                time.sleep(0.2)
+            for _ in range(4):  # whichever worker gets each: the model answers
+                resp = httpx.post(url + "/v1/systemone", json=body, timeout=60,
+                                  headers={"authorization": f"Bearer {KEY}"})
+                answered.append((resp.status_code, sorted(resp.json().get("answers", {}))))
+    finally:
+        err = stop(proc)
+    assert answered == [(200, ["team"])] * 8, err[-2000:]
+    assert err.count("jev: embedded model") == 1  # started once, by the launcher
+    assert proc.returncode == 0, err[-2000:]
+
+
 def test_workers_must_be_positive(tmp_path):
     done = subprocess.run([sys.executable, "-m", "jev_shared.cli", "serve", "--workers", "0", "--backend-url",
                            "http://127.0.0.1:9/v1", "--model", "m"], capture_output=True, text=True, cwd=ROOT,

@@ -10,6 +10,8 @@ points at (docs/gateway.md, "Workers and scaling out"). POSIX only, as gunicorn 
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 from .config import GatewayConfig
@@ -43,8 +45,14 @@ def run_workers(config: GatewayConfig, host: str, port: int, workers: int, log_l
         def load(self) -> Any:
             return create_app(config)
 
+    launcher = os.getpid()
     try:
         Gateway().run()
-    except SystemExit as exc:  # gunicorn's arbiter ends with sys.exit
-        return exc.code if isinstance(exc.code, int) else 1
+    except SystemExit as exc:  # gunicorn's arbiter, and each worker it forked, end with sys.exit
+        code = exc.code if isinstance(exc.code, int) else 1
+        if os.getpid() != launcher:  # a worker ends here: it never unwinds the launcher's stack (whose
+            sys.stdout.flush()       # exit would stop the embedded model every worker shares)
+            sys.stderr.flush()
+            os._exit(code)
+        return code
     return 0
