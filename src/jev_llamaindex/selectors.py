@@ -218,11 +218,12 @@ class JevMultiSelector(_JevSelector):
     def from_defaults(cls, client: Any = None, *, llm: Any = None, async_client: Any = None, model: str | None = None,
                       prompt_template_str: str | None = None, question: QuestionKind = "choice",
                       threshold: float | None = None, max_outputs: int | None = None, allow_empty: bool = False,
-                      labels: Labels | None = None, **client_kwargs: Any) -> JevMultiSelector:
+                      labels: Labels | None = None, sets: DecisionSets | None = None,
+                      **client_kwargs: Any) -> JevMultiSelector:
         """As :meth:`JevSingleSelector.from_defaults`."""
         sync, async_ = resolve_clients(client, async_client=async_client, llm=llm, model=model, **client_kwargs)
         return cls(sync, async_client=async_, prompt=prompt_template_str, question=question, threshold=threshold,
-                   max_outputs=max_outputs, allow_empty=allow_empty, labels=labels)
+                   max_outputs=max_outputs, allow_empty=allow_empty, labels=labels, sets=sets)
 
     def _plan(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> Plan:
         cap = self.max_outputs or len(choices)

@@ -66,9 +66,10 @@ class Band:
         ys = [truth_key(t) == "true" for t in truths]
         probs = [float(p) for p in ps if p is not None]
         if max_error is not None:
-            allow = _for_error(probs, ys, max_error)
-            block = math.nextafter(1.0 - _for_error([1 - p for p in probs], [not y for y in ys], max_error), 1.0)
-            block = min(block, allow)
+            allow = _for_error(probs, ys, max_error, above=True)
+            low = _for_error(probs, [not y for y in ys], max_error, above=False)
+            block = min(0.0 if low is None else math.nextafter(low, 1.0), 1.0 if allow is None else allow)
+            allow = 1.0 if allow is None else allow
             name = f"max_error={max_error}"
         else:
             assert ask_rate is not None
@@ -94,14 +95,15 @@ class Band:
                 f"error {self.allow_error:.1%} among allowed, {self.block_error:.1%} among blocked)")
 
 
-def _for_error(probs: Sequence[float], ys: Sequence[bool], max_error: float) -> float:
-    """The lowest threshold whose answers at or above it are wrong at most ``max_error`` of the time,
-    counted as (errors + 1) / (kept + 1); 1.0 (nothing but certainty kept) when none is."""
-    order = sorted(range(len(probs)), key=lambda i: -probs[i])
-    best, errors = 1.0, 0
+def _for_error(probs: Sequence[float], right: Sequence[bool], max_error: float, *, above: bool) -> float | None:
+    """The P(true) furthest from the end (``above``: the lowest, counting answers at or above it; else the
+    highest, counting those at or below) whose answers are wrong at most ``max_error`` of the time,
+    counted as (errors + 1) / (kept + 1); None when no threshold is."""
+    order = sorted(range(len(probs)), key=lambda i: -probs[i] if above else probs[i])
+    best, errors = None, 0
     for rank, i in enumerate(order, start=1):
-        errors += not ys[i]
-        last_of_tie = rank == len(order) or probs[order[rank]] < probs[i]
+        errors += not right[i]
+        last_of_tie = rank == len(order) or probs[order[rank]] != probs[i]
         if last_of_tie and (errors + 1) / (rank + 1) <= max_error:
             best = probs[i]
     return best

@@ -1,6 +1,6 @@
 """``jev calibrate``'s picture: a reliability diagram and a set-size chart, side by side, as a PNG.
 
-Needs matplotlib (the ``plots`` extra: ``pip install 'jev-integrations[plots]'``); drawn with the
+Needs matplotlib (the ``plots`` extra: ``pip install -e '.[plots]'``); drawn with the
 Agg backend, so no display is needed.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from jev_shared.calibration import Record
 from jev_shared.decision_sets import SetReport
 
-INSTALL_PLOTS = "pip install 'jev-integrations[plots]'"
+INSTALL_PLOTS = "pip install -e '.[plots]' from the jev checkout (matplotlib)"
 BINS = 10
 
 
@@ -56,6 +56,7 @@ def write_png(path: Path, before: Sequence[Record], after: Sequence[Record], siz
     counts = [sum(s == k for s in sizes) for k in range(top + 1)]
     colors = ["tab:red" if k != 1 else "tab:green" for k in range(top + 1)]
     right.bar(range(top + 1), counts, color=colors)
+    right.xaxis.get_major_locator().set_params(integer=True)
     right.set(xlabel="options in the set (1: decided alone)", ylabel="held-out answers",
               title=f"Decision sets at {coverage:.0%}: coverage {report.coverage:.1%}, "
                     f"{report.decided:.0%} alone")
