@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 
-from jev_shared import Choice, SystemOneClient
+from jev_shared import Choice, Memory, SystemOneClient
 from jev_shared.backend import describe
 from jev_shared.exact import EXACT_SOURCE, TokenTable, as_logprobs, exact_ids, window_only
 from jev_shared.methods import MethodConfig, request_fields
@@ -226,3 +226,19 @@ def test_names_that_share_a_first_token_below_the_top_get_their_share_not_the_fl
     assert probs["alarm_set"] == probs["alarm_query"] and probs["query"] == pytest.approx(
         math.exp(lps[vocab["query"]]) / z, rel=1e-6)
     assert resp.debug["questions"]["q"]["readout"]["labels_missing"] == []
+
+
+def test_a_prior_measured_through_the_window_is_not_reused_by_the_exact_readout():
+    """Debias priors are kept by prompt AND readout: the top-20 window's lean is not the exact read's (issue 33)."""
+    names = WORDS[:4]
+    question = {"q": Choice(instructions="Which option?", criteria={n: f"option {n}" for n in names})}
+    memory = Memory()
+    window_sent: list[dict] = []
+    SystemOneClient(server(names, names[1], window_sent), model="some-model", api="chat_completions",
+                    calibrator=None, debias=True, memory=memory).system_one("pick", question)
+    assert len(window_sent) == 4  # the answer and three content-free twins
+    exact_sent: list[dict] = []
+    sdk = describe(server(names, names[1], exact_sent), exact_readout=True)
+    SystemOneClient(sdk, model="some-model", api="chat_completions", calibrator=None, debias=True,
+                    memory=memory).system_one("pick", question)
+    assert len(exact_sent) == 4 and all("logit_bias" in body for body in exact_sent)  # measured again, exactly

@@ -13,6 +13,7 @@ from typing import Any
 
 from .asking import Ask, call
 from .calls import Flow
+from .exact import is_exact
 from .labels import AmbiguousNamesError, LabelStyle
 from .methods import request_fields
 from .models import debias_strength
@@ -100,11 +101,14 @@ def _mean(rows: list[list[float]]) -> list[float]:
 def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kind: str,
                      asks: list[tuple[Prepared, Any]]) -> Flow[list[list[float]]]:
     """One label distribution per (question, state) asked: the priors' raw material, kept in memory
-    by the prompt they correct (with the state left out), so each is asked once per client."""
+    by the prompt they correct (with the state left out) and the readout that read them (the exact one or
+    the top-k window: a prior measured through one is not the other's lean), so each is asked once."""
     opts = ask.options
     symbols = symbols_of(ask.prep, style.fmt)
     prompt = render(ask.prep, CONTENT_FREE[0], layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
-    key = (ask.model, surface, method, kind, json.dumps(prompt, sort_keys=True))
+    readout = "exact" if is_exact(*request_fields(method, ask.prep, opts.method_config, symbols)) else \
+        f"top{opts.top_logprobs}"
+    key = (ask.model, surface, method, kind, readout, json.dumps(prompt, sort_keys=True))
     known = ask.memory.prior_for(key, (len(asks), len(symbols)))
     if known is not None:
         return known
