@@ -21,7 +21,8 @@ from typing import Any, TypedDict, Unpack
 from . import calibration, drive, served, transport
 from .answers import Answer, ChoiceAnswer, ConfidenceKind, NoulAnswer, ScoreAnswer, SystemOneResponse
 from .backend import Backend
-from .calibration import GLOBAL, Calibrator
+from .calibrating import calibrated
+from .calibration import Calibrator
 from .calls import Budget, Flow
 from .decision_sets import DecisionSets, attach_sets
 from .errors import ClientCapabilityError, InvalidQuestionError, UnsupportedMethodError
@@ -243,35 +244,9 @@ class _ClientCore:
             self.options.model), started=plan.started, debug=plan.debug)
         if plan.layout and plan.layout.get("layout") and resp.debug is not None:  # assemble always gives a dict
             resp.debug["layout"] = plan.layout
-        resp = resp if self.calibrator is None else self._calibrated(plan, resp)
+        resp = resp if self.calibrator is None else calibrated(
+            self.calibrator, self._calibration_name, self._own_calibrations, plan.preps, plan.records, resp)
         return resp if self.sets is None else resp.model_copy(update={"answers": attach_sets(resp.answers, self.sets)})
-
-    def _calibrated(self, plan: _Plan, resp: SystemOneResponse) -> SystemOneResponse:
-        """Every answer through the client's calibration; under the shipped one, a question whose examples
-        show every option is then calibrated by its examples' own answers. ``debug["calibration"]`` says which."""
-        cal = self.calibrator
-        assert cal is not None
-        answers, which = {}, {}
-        for p, rec in zip(plan.preps, plan.records):
-            key = cal.key_for(p.id, p.kind, bool(p.examples))
-            ctx = calibration_context(p, rec)
-            answers[p.id], which[p.id] = cal.apply(resp.answers[p.id], key, ctx), self._calibration_name
-            if rec.labelled and self._calibration_name == "shipped":
-                own = self._own_calibration(cal, key, p, rec, ctx)
-                answers[p.id], which[p.id] = own.apply(answers[p.id], GLOBAL), "examples"
-        debug = {**(resp.debug or {}), "calibrated": True, "calibration": which}
-        return resp.model_copy(update={"answers": answers, "debug": debug})
-
-    def _own_calibration(self, cal: Calibrator, key: str, prep: Prepared, rec: Record,
-                         ctx: calibration.Context) -> Calibrator:
-        """The question's own fit on its labelled answers, made once per prompt (they do not change)."""
-        labelled = rec.labelled or []
-        ident = (key, prep.keys, tuple(tuple(probs) for probs, _ in labelled), tuple(lab for _, lab in labelled), ctx)
-        if ident not in self._own_calibrations:
-            own = calibration.examples_calibrator(cal, key, prep.keys, labelled, context=ctx)
-            own.confidence = cal.confidence
-            self._own_calibrations[ident] = own
-        return self._own_calibrations[ident]
 
 
 #: guards every client's lazily built thread pool
@@ -421,13 +396,3 @@ def _plain_client(client: Any) -> Any:
         except TypeError:
             return client
     return client
-
-
-def calibration_context(prep: Prepared, rec: Record) -> calibration.Context:
-    """What a feature-dependent calibration map reads besides the answer: the question's kind, its
-    examples, and the prior its answer was divided by (with the floor the division used)."""
-    from .readout import PRIOR_FLOOR, PRIOR_SHARE
-
-    prior = tuple(rec.prior.values()) if rec.prior and len(rec.prior) == len(prep.keys) else None
-    return calibration.Context(kind=prep.kind, examples=len(prep.examples), prior=prior,
-                               prior_floor=max(PRIOR_FLOOR, PRIOR_SHARE / max(len(prep.keys), 1)))
