@@ -21,6 +21,7 @@ from .errors import (
     wire_error,
 )
 from .memory import Memory, MemoryFileWarning
+from .options import Options
 from .pair import ClientPair
 from .preparation import Preparation
 from .questions import MAX_CHOICE_OPTIONS, MAX_SINGLE_TOKEN_LABELS, TOKEN_METHODS, Choice, Example, Noul, Score
@@ -31,7 +32,7 @@ __all__ = [
     "JevError", "InvalidQuestionError", "UnsupportedMethodError", "ClientCapabilityError", "LabelReadoutError",
     "MalformedAnswerError", "ModelRefusalError", "IncompleteAnswerError", "ProviderError", "DecisionTimeoutError",
     "FieldRefusedError", "wire_error", "MAX_SINGLE_TOKEN_LABELS", "MAX_CHOICE_OPTIONS", "TOKEN_METHODS", "ClientPair",
-    "Memory", "MemoryFileWarning", "Preparation", "DecisionSets", "SetReport", "Band", "band_for",
+    "Memory", "MemoryFileWarning", "Options", "Preparation", "DecisionSets", "SetReport", "Band", "band_for",
     "decide_batch", "adecide_batch", "stream_batch", "astream_batch", "BatchResult", "BatchTotals", "ItemResult",
 ]
 __version__ = "0.1.0"

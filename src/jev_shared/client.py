@@ -87,7 +87,7 @@ class _ClientCore:
         calibrator: Calibrator | str | None = "auto", memory: Memory | None = None,
         sets: DecisionSets | Mapping[str, DecisionSets] | None = None, backend: Backend | None = None,
     ) -> None:
-        self.options = Options(
+        self.options = Options.checked(
             model=model, method=method, mode=mode, auto_threshold=auto_threshold, api=api, confidence=confidence,
             top_logprobs=top_logprobs, max_concurrency=max_concurrency, n_retry_malformed=n_retry_malformed,
             thinking=thinking, extra_body=extra_body or {}, layout=layout, labels=labels, missing=missing,
@@ -212,7 +212,7 @@ class _ClientCore:
             return opts, opts.max_concurrency, None
         layout, why = choose_layout(preps, state, self._tokenize)
         concurrency = 1 if layout == "split" else opts.max_concurrency
-        return dataclasses.replace(opts, layout=layout), concurrency, why
+        return opts.with_layout(layout), concurrency, why
 
     def _refuse_what_the_surface_cannot_carry(self, opts: Options, examples: Any) -> None:
         if opts.hosted:

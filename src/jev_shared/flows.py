@@ -130,7 +130,7 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
     def read(parsed: Parsed) -> Any:
         if not (parsed.content or "").strip() and parsed.reasoning and not _has_tokens(parsed.logprobs):
             raise LabelReadoutError("the server sent reasoning but no answer (a reasoning-only reply); turn thinking off")
-        ro = read_labels(parsed.logprobs, symbols, content=parsed.content, missing=missing,  # type: ignore[arg-type]
+        ro = read_labels(parsed.logprobs, symbols, content=parsed.content, missing=missing,
                          method=method, fold=style.fold, split=exact_now())
         if ro.no_signal and opts.strict_labels:
             raise LabelReadoutError(f"first token {ro.sampled!r} is not one of the labels {list(symbols)}, nor is any "

@@ -12,7 +12,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from .answers import ConfidenceKind
 from .errors import InvalidQuestionError, UnsupportedMethodError
@@ -22,10 +22,15 @@ from .questions import Example
 from .registry import APIS, HOSTED
 from .transport import RetryPolicy
 
-MODES = ("system1", "system2", "auto")
-LABEL_STYLES = ("letters", "names")
-CONFIDENCES = ("peak", "entropy")
-MISSING = ("zero", "floor")
+Method = Literal["auto", "logprobs", "grammar", "structured", "discrete"]
+Mode = Literal["system1", "system2", "auto"]
+LabelStyle = Literal["letters", "names"]
+Layout = Literal["auto", "state_last", "split", "fused"]
+Missing = Literal["zero", "floor"]
+MODES: tuple[str, ...] = get_args(Mode)
+LABEL_STYLES: tuple[str, ...] = get_args(LabelStyle)
+CONFIDENCES: tuple[str, ...] = get_args(ConfidenceKind)
+MISSING: tuple[str, ...] = get_args(Missing)
 
 Examples = list[Example] | Mapping[str, list[Example]] | None
 
@@ -34,29 +39,52 @@ Examples = list[Example] | Mapping[str, list[Example]] | None
 class Options:
     """What a client was configured with; the defaults are the client constructor's."""
 
+    #: the model name sent with every request
     model: str
-    method: str = "auto"
-    mode: str = "system1"
+    #: the System 1 readout: auto (logprobs where the provider gives them, else structured) | logprobs |
+    #: grammar | structured | discrete
+    method: Method = "auto"
+    #: system1 | system2 (JSON ratings) | auto (System 1, escalated once below ``auto_threshold``)
+    mode: Mode = "system1"
+    #: mode="auto" escalates an answer whose confidence is below this
     auto_threshold: float = 0.7
+    #: the wire: "auto" or a registered surface (:data:`~jev_shared.registry.APIS`: chat_completions, responses,
+    #: messages, the served engines', systemone, decisions)
     api: str = "auto"
+    #: peak ((n·p_max − 1)/(n − 1), the hosted API's) | entropy (1 − H/ln n)
     confidence: ConfidenceKind = "peak"
+    #: the logprob window asked for (0: none)
     top_logprobs: int = 20
+    #: a call's requests in flight at once
     max_concurrency: int = 8
+    #: repair turns for a reply that cannot be read
     n_retry_malformed: int = 1
+    #: the model's thinking: None leaves it to the server, False turns it off, True on (no output cap)
     thinking: bool | None = None
+    #: fields added to every request's body (merged last)
     extra_body: dict[str, Any] = field(default_factory=dict)
-    layout: str = "auto"
-    labels: str = "names"
-    missing: str = "zero"
+    #: where the state goes: auto (state_last, or split when that reads fewer tokens) | state_last | split | fused
+    layout: Layout = "auto"
+    #: the answer symbols: names (the options' own words) | letters
+    labels: LabelStyle = "names"
+    #: a label missing from the window: zero (0, listed in labels_missing) | floor (the lowest logprob returned)
+    missing: Missing = "zero"
+    #: few-shot examples for every question, or per question id
     examples: Examples = None
+    #: a reply whose window holds no label at all earns a corrective retry
     strict_labels: bool = False
     #: "auto": content-free calibration for a question without examples, on a model where it was
     #: measured to win (the embedded default; the client resolves it), else off (docs/decisions.md)
-    debias: bool | str = "auto"
+    debias: bool | Literal["auto"] = "auto"
+    #: JSON readouts: probabilities that do not sum to 1 are normalised (False: refused)
     normalize_probabilities: bool = True
+    #: JSON readouts ask for a schema (response_format json_schema) where the surface takes one
     structured_outputs: bool = True
+    #: retries of transient provider faults (429, 5xx, connection), honouring Retry-After
     max_retries: int = 3
+    #: the call's total time in seconds (None: none)
     timeout: float | None = None
+    #: every response carries the per-question debug detail
     debug: bool = False
     #: Set per call by the client, not by users: the first token id of each answer word's spellings,
     #: where the server reads those tokens exactly (``LocalServer``'s llama.cpp, :mod:`exact`).
@@ -97,10 +125,31 @@ class Options:
         for name, value, least in (("top_logprobs", top_logprobs, 0), ("max_concurrency", max_concurrency, 1)):
             if value is not None:
                 _check_count(name, value, least, InvalidQuestionError)
-        return dataclasses.replace(
-            self, method=method or self.method, mode=mode or self.mode, labels=labels or self.labels,
-            layout=layout or self.layout, top_logprobs=self.top_logprobs if top_logprobs is None else top_logprobs,
-            max_concurrency=max_concurrency or self.max_concurrency)
+        changes: dict[str, Any] = {
+            "method": method or self.method, "mode": mode or self.mode, "labels": labels or self.labels,
+            "layout": layout or self.layout, "top_logprobs": self.top_logprobs if top_logprobs is None else top_logprobs,
+            "max_concurrency": max_concurrency or self.max_concurrency}
+        return dataclasses.replace(self, **changes)  # each checked above
+
+    @classmethod
+    def checked(cls, **settings: Any) -> Options:
+        """Options from untyped settings (the client's ``str`` keywords): every one checked in ``__post_init__``."""
+        return cls(**settings)
+
+    def with_layout(self, layout: str) -> Options:
+        check_choice("layout", layout, LAYOUTS)
+        changes: dict[str, Any] = {"layout": layout}
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def choices(cls, name: str) -> tuple[str, ...]:
+        """The values option ``name`` takes (what the CLI, the gateway and the docs offer)."""
+        return CHOICES[name]
+
+    @classmethod
+    def default(cls, name: str) -> Any:
+        """Option ``name``'s default (the client constructor's)."""
+        return cls.__dataclass_fields__[name].default
 
     @property
     def hosted(self) -> bool:
@@ -115,6 +164,11 @@ class Options:
     @property
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(max_retries=self.max_retries)
+
+
+#: Every option with a closed set of values.
+CHOICES: dict[str, tuple[str, ...]] = {"method": METHODS, "mode": MODES, "api": APIS, "confidence": CONFIDENCES,
+                                       "layout": LAYOUTS, "labels": LABEL_STYLES, "missing": MISSING}
 
 
 def check_choice(name: str, value: Any, allowed: tuple[str, ...], error: type[Exception] = ValueError) -> None:

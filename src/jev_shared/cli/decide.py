@@ -8,6 +8,8 @@ import sys
 from contextlib import ExitStack
 from typing import Any
 
+from jev_shared import Options
+
 from .backends import add_backend_args, backends, memory, read_questions, read_state, shown_url, sync_client
 from .checks import seconds, text
 from .decide_batch import add_batch_args
@@ -20,7 +22,7 @@ def add_decide(sub: Any) -> None:
     p.add_argument("--state", type=text, help="the state: text, JSON, @file, or - for stdin")
     p.add_argument("--questions", required=True, type=text, help="a JSON object id -> question, or a path to one")
     add_backend_args(p)
-    p.add_argument("--layout", default="state_last", choices=("state_last", "split", "fused"),
+    p.add_argument("--layout", default="state_last", choices=Options.choices("layout"),
                    help="where the state goes in the prompt")
     p.add_argument("--timeout", type=seconds, default=None, help="the call's total timeout (seconds)")
     add_batch_args(p)

@@ -20,6 +20,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from jev_shared import Options
 from jev_shared.batch.report import REVIEW_THRESHOLD
 
 from .checks import positive_int, text, unit
@@ -40,7 +41,7 @@ def add_batch_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--id-column", default="id", type=text,
                    help="the CSV column holding the id (a CSV without it: row numbers)")
     g.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, help="items in flight at once")
-    g.add_argument("--method", default="auto", choices=("auto", "logprobs", "grammar", "structured", "discrete"),
+    g.add_argument("--method", default=Options.default("method"), choices=Options.choices("method"),
                    help="the engine's readout (auto learns; logprobs pins it for vLLM, SGLang, llama.cpp)")
     g.add_argument("--dry-run", action="store_true", help="print the request count and a token estimate; send nothing")
     g.add_argument("--retry-failed", action="store_true", help="decide again the ids whose logged line is an error")

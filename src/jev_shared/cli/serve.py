@@ -7,6 +7,7 @@ import sys
 from contextlib import ExitStack
 from typing import Any
 
+from jev_shared import Options
 from jev_shared.gateway.config import GatewayConfig, is_loopback, load_keys
 
 from .backends import MissingExtra, add_backend_args, backends, read_questions
@@ -42,12 +43,12 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--timeout", type=seconds, default=D.default_timeout_s,
                    help=f"a request's total timeout (seconds) unless it sets one; a request may ask for at most "
                         f"{D.max_timeout_s:g}")
-    p.add_argument("--layout", default=D.layout, choices=("state_last", "split", "fused"),
+    p.add_argument("--layout", default=D.layout, choices=Options.choices("layout"),
                    help="where the state goes in the prompt")
     p.add_argument("--max-concurrency", type=positive_int, default=D.max_concurrency,
                    help="questions of one request in flight at once")
     p.add_argument("--max-retries", type=count, default=D.max_retries, help="engine retries of transient backend faults")
-    p.add_argument("--method", default="auto", choices=("auto", "logprobs", "grammar", "structured", "discrete"),
+    p.add_argument("--method", default=Options.default("method"), choices=Options.choices("method"),
                    help="the engine's readout (auto: logprobs where the backend returns them)")
     p.add_argument("--warm", metavar="QUESTIONS", type=text,
                    help="questions (a JSON file or object) to prepare at start-up: every one-time cost paid before "
