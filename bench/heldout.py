@@ -55,10 +55,11 @@ def load_sets() -> dict[str, dict[str, Any]]:
     return json.loads((DATA / "sets.json").read_text())
 
 
-def load_items(name: str, limit: int | None, extra: bool = False) -> list[dict[str, Any]]:
-    """The set's 60 scored items, or (``extra``) the further items of ``extra/`` (build.py ``--extra``)."""
+def load_items(name: str, limit: int | None, extra: bool = False, offset: int = 0) -> list[dict[str, Any]]:
+    """The set's 60 scored items, or (``extra``) the further items of ``extra/`` (build.py ``--extra``);
+    from ``offset`` on, at most ``limit``."""
     path = DATA / "extra" / f"{name}.jsonl" if extra else DATA / f"{name}.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()][offset:]
     return rows[:limit] if limit else rows
 
 
@@ -149,7 +150,7 @@ def collect(args: argparse.Namespace) -> tuple[list[Decision], dict[str, Any]]:
                 client = SystemOneClient(srv.client(), model=srv.model, calibrator=None,
                                          debias=True if args.debias == "true" else "auto")
                 t = time.perf_counter()
-                ds = run_set(client, name, sets[name], shots, load_items(name, args.limit, args.extra))
+                ds = run_set(client, name, sets[name], shots, load_items(name, args.limit, args.extra, args.offset))
                 decisions += ds
                 if shots:
                     rows[f"{name}/{shots}"] = heldout_rows(client, sets[name], shots)
@@ -214,6 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--shots", default="0,1", help="0: zero-shot; 1: one example per option; 2: two")
     ap.add_argument("--no-shots", default="", help="sets to run zero-shot only")
     ap.add_argument("--limit", type=int, default=None, help="at most this many items per set")
+    ap.add_argument("--offset", type=int, default=0, help="skip this many items per set first (a run continued)")
     ap.add_argument("--extra", action="store_true", help="the further items of data/public/extra/ (build.py --extra)")
     ap.add_argument("--debias", choices=("true", "auto"), default="true",
                     help="true: the whole prior for every kind (saved whole, any strength applied offline)")

@@ -21,8 +21,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from jev_shared import DecisionSets, SetReport
 from jev_shared.calibration import Calibrator, Record, metrics, recommend_threshold
-from jev_shared.decision_sets import DecisionSets, SetReport
 from jev_shared.files import read_text
 
 from .backends import add_backend_args, backends, memory, read_questions, sync_client

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from jev_shared import SetReport
 from jev_shared.calibration import Record
-from jev_shared.decision_sets import SetReport
 
 INSTALL_PLOTS = "pip install -e '.[plots]' from the jev checkout (matplotlib)"
 BINS = 10
