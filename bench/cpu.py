@@ -83,6 +83,10 @@ def main() -> None:
         for name, fn in fns.items():
             figures[name] = cpu_per_call(fn, args.n)
             print(f"  {name:48s} {figures[name]:6.2f} ms")
+        post, one = figures["httpx.Client.post, JSON parsed"], figures["SystemOneClient.system_one, 1 question"]
+        eight = figures["SystemOneClient.system_one, 8 questions"]
+        print(f"  one question / httpx post {one / post:.2f}x (issue 33 target <= 1.5x); eight questions / "
+              f"eight one-question calls {eight / (8 * one):.2f}x (target <= 1.3x)")
         if args.profile:
             prof = cProfile.Profile()
             fn = fns["SystemOneClient.system_one, 1 question"]
