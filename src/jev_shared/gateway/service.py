@@ -113,12 +113,6 @@ class Gateway:
         m.child(m.questions, req.model).inc(len(resp.answers))
         return resp
 
-    async def answer(self, req: SystemOneRequest, key: str | None, noted: dict[str, Any]) -> dict[str, Any]:
-        """The System One answer for ``req`` (the response without ``debug``, under the model asked for)."""
-        body = (await self.respond(req, key, noted)).model_dump(mode="json", exclude={"debug"})
-        body["model"] = req.model
-        return body
-
     async def answer_json(self, req: SystemOneRequest, key: str | None, noted: dict[str, Any]) -> bytes:
         """:meth:`answer` as the JSON bytes sent, serialised by pydantic in one step."""
         resp = await self.respond(req, key, noted)
