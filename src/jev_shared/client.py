@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any, TypedDict, Unpack
 
 from . import calibration, drive, served, transport
-from .answers import Answer, ChoiceAnswer, ConfidenceKind, NoulAnswer, ScoreAnswer, SystemOneResponse
+from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse
 from .backend import Backend
 from .calibrating import calibrated
 from .calibration import Calibrator
@@ -29,12 +29,13 @@ from .errors import ClientCapabilityError, InvalidQuestionError, UnsupportedMeth
 from .exact import TokenTable
 from .flows import Ask, answer
 from .hosted import hosted_flow, refuse_llm_options, systemone_client
+from .keywords import Keywords
 from .labels import answer_words, token_checked_aliases
 from .layout import choose_layout
 from .memory import Memory
 from .methods import TOKEN_READOUT
 from .models import debias_by_default
-from .options import Examples, Options, check_timeout
+from .options import Options, check_timeout
 from .preparation import PREPARE_STATE, Preparation, preview_calls
 from .questions import Choice, Noul, Prepared, Score, prepare_questions
 from .record import Record, assemble, hosted_records
@@ -77,23 +78,14 @@ def _first_token(tokenize: Callable[[str], Any], word: str) -> Any:
 
 
 class _ClientCore:
-    def __init__(
-        self, client: Any, *, model: str, method: str = "auto", mode: str = "system1", auto_threshold: float = 0.7,
-        api: str = "auto", confidence: ConfidenceKind = "peak", top_logprobs: int = 20, max_concurrency: int = 8,
-        n_retry_malformed: int = 1, thinking: bool | None = None, extra_body: dict[str, Any] | None = None,
-        layout: str = "auto", labels: str = "names", missing: str = "zero", examples: Examples = None,
-        strict_labels: bool = False, debias: bool | str = "auto", normalize_probabilities: bool = True,
-        structured_outputs: bool = True, max_retries: int = 3, timeout: float | None = None, debug: bool = False,
-        calibrator: Calibrator | str | None = "auto", memory: Memory | None = None,
-        sets: DecisionSets | Mapping[str, DecisionSets] | None = None, backend: Backend | None = None,
-    ) -> None:
-        self.options = Options.checked(
-            model=model, method=method, mode=mode, auto_threshold=auto_threshold, api=api, confidence=confidence,
-            top_logprobs=top_logprobs, max_concurrency=max_concurrency, n_retry_malformed=n_retry_malformed,
-            thinking=thinking, extra_body=extra_body or {}, layout=layout, labels=labels, missing=missing,
-            examples=examples, strict_labels=strict_labels, debias=debias,
-            normalize_probabilities=normalize_probabilities, structured_outputs=structured_outputs,
-            max_retries=max_retries, timeout=timeout, debug=debug)
+    """What both clients are built from: the SDK client and a few typed values (the public clients keep their
+    keywords: :class:`~jev_shared.keywords.Keywords` turns them into these)."""
+
+    def __init__(self, client: Any, options: Options, backend: Backend | None = None, memory: Memory | None = None,
+                 calibrator: Calibrator | str | None = "auto",
+                 sets: DecisionSets | Mapping[str, DecisionSets] | None = None) -> None:
+        self.options = options
+        api, model = options.api, options.model
         if client is None and api == "systemone":
             client = systemone_client()
         client = served.attach(client, api)  # vLLM, SGLang: their /tokenize, so the labels' own tokens are read
@@ -253,7 +245,7 @@ class _ClientCore:
 _POOL_LOCK = threading.Lock()
 
 
-class SystemOneClient(_ClientCore):
+class SystemOneClient(Keywords, _ClientCore):
     """Typed decisions from any OpenAI-compatible chat client (sync).
 
     >>> client = SystemOneClient(openai.OpenAI(), model="gpt-4o-mini")
@@ -309,7 +301,7 @@ class SystemOneClient(_ClientCore):
         return _only(self.system_one(state, *_single("noul", instructions, criteria), **kw))  # type: ignore[return-value]
 
 
-class AsyncSystemOneClient(_ClientCore):
+class AsyncSystemOneClient(Keywords, _ClientCore):
     """The async twin of :class:`SystemOneClient`, over an async client (``openai.AsyncOpenAI``)."""
 
     #: Requests in flight at once across all of this client's calls (None: its connection pool's size, at
