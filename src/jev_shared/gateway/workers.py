@@ -1,8 +1,7 @@
 """``jev serve --workers N``: N gateway processes under gunicorn, each running uvicorn (``UvicornWorker``).
 
-gunicorn's arbiter binds the socket, forks the workers, replaces one that dies, and passes SIGTERM /
-SIGINT on for a graceful stop (and SIGHUP for a graceful reload, ``--max-requests`` style recycling:
-its own documented settings). Each worker builds its own app (``create_app(config)``: its engine
+gunicorn's arbiter binds the socket, forks the workers, replaces one that dies, stops gracefully on
+SIGTERM (SIGINT: its quick stop) and reloads the workers on SIGHUP (its own documented signals). Each worker builds its own app (``create_app(config)``: its engine
 clients, memory, metrics and limits) after the fork. The model is not a worker's: a ``--backend-url``
 server, or the embedded model that ``jev serve`` started once, before gunicorn, and every worker
 points at (docs/gateway.md, "Workers and scaling out"). POSIX only, as gunicorn is.
