@@ -132,6 +132,19 @@ def test_only_a_prompts_first_request_on_a_server_is_pinned(tmp_path: Path) -> N
     assert cache.plan(with_examples) == (with_examples, None, False)
 
 
+def test_the_debias_priors_content_free_twins_ride_on_their_prompts_slot(tmp_path: Path) -> None:
+    """After a prompt's answer, its content-free twins (the debias prior's) go to the slot that holds the prompt,
+    so a fresh server reads only their state; a user's state of the same prompt is left to the server (issue 33)."""
+    cache = SlotCache("http://127.0.0.1:9/v1", tmp_path, n_slots=2)
+    cache.plan(_call(state_block(STATE)))
+    cache.plan(_call(state_block(STATE), system="another question"))
+    for state in ("N/A", "", "[MASK]"):
+        twin, restore, keep = cache.plan(_call(state_block(state), system="another question"))
+        assert twin.kwargs["extra_body"] == {"id_slot": 1} and restore is None and not keep
+    user, _, _ = cache.plan(_call(state_block("a user's other state"), system="another question"))
+    assert "extra_body" not in user.kwargs
+
+
 def test_the_async_client_restores_them_too(tmp_path: Path) -> None:
     with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
         cold = _computed(_client(srv).system_one(STATE, QUESTIONS))

@@ -42,6 +42,7 @@ from typing import Any
 from .asking import REPAIR_PREFIX
 from .calls import Call, Reply
 from .files import read_bytes, write_atomic
+from .priors import CONTENT_FREE
 from .prompt import state_block
 
 #: Files kept per model (about 12 KB a token for the 0.5B model: ~1.6 MB a question's prompt).
@@ -53,6 +54,8 @@ MAX_BYTES = 128 * 1024 * 1024
 MAX_PROMPT_TOKENS = 1024
 #: The state of the twin whose slot is saved: content-free (one of the debias prior's).
 TWIN_STATE = "N/A"
+#: The debias prior's content-free states as the prompt writes them.
+_CONTENT_FREE_BLOCKS = frozenset(state_block(s) for s in CONTENT_FREE)
 
 
 def _zero_shot(call: Call) -> str | None:
@@ -64,6 +67,11 @@ def _zero_shot(call: Call) -> str | None:
     if system.get("role") != "system" or user.get("role") != "user" or not isinstance(user.get("content"), str):
         return None
     return _key(call.kwargs.get("model"), system.get("content"))
+
+
+def _content_free(call: Call) -> bool:
+    """Whether a zero-shot request's state is one of the debias prior's content-free ones (never a user's)."""
+    return call.kwargs["messages"][1]["content"] in _CONTENT_FREE_BLOCKS
 
 
 def _key(model: Any, system: Any) -> str:
@@ -110,8 +118,11 @@ class SlotCache:
             if key in self._rekeep:  # its restored file failed the readout: the prompt is kept anew
                 self._rekeep.discard(key)
                 return _pinned(call, self._slot[key]), None, True
-            if key in self._slot or len(self._slot) >= self.n_slots:
-                return call, None, False  # read on this server already, or no slot of its own left
+            if key in self._slot:  # read on this server already: a content-free twin (a debias prior's) rides
+                # on the prompt its slot holds, so the server reads only its state (issue 33); a user's is free
+                return (_pinned(call, self._slot[key]) if _content_free(call) else call), None, False
+            if len(self._slot) >= self.n_slots:
+                return call, None, False  # no slot of its own left
             slot = self._slot[key] = len(self._slot)
         kept = self.file(key).is_file() and self.checksum(key).is_file()
         return _pinned(call, slot), slot if kept else None, not kept
