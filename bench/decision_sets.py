@@ -91,8 +91,10 @@ def read_answers() -> dict[str, dict[str, Any]]:
     return json.loads(gzip.decompress(ANSWERS.read_bytes()))["answers"]
 
 
-def splits(n: int, k: int = SPLITS, seed: int = 35) -> list[tuple[list[int], list[int]]]:
-    rng = random.Random(seed)
+def splits(n: int, seed: str, k: int = SPLITS) -> list[tuple[list[int], list[int]]]:
+    """``k`` random half/half splits, drawn with a seed of each set's own (one seed for every set would
+    draw the same splits wherever two sets have as many items, and make their rows' noise one)."""
+    rng = random.Random(f"jev-decision-sets-{seed}")
     out = []
     for _ in range(k):
         idx = list(range(n))
@@ -101,10 +103,10 @@ def splits(n: int, k: int = SPLITS, seed: int = 35) -> list[tuple[list[int], lis
     return out
 
 
-def set_row(rows: Sequence[tuple[dict[str, float], str]], coverage: float) -> dict[str, float]:
+def set_row(rows: Sequence[tuple[dict[str, float], str]], coverage: float, seed: str) -> dict[str, float]:
     """Means over the splits: coverage, set size, share decided alone and its error."""
     cells: dict[str, list[float]] = {"coverage": [], "size": [], "alone": [], "alone_error": []}
-    for fit, judge in splits(len(rows)):
+    for fit, judge in splits(len(rows), seed):
         sets = DecisionSets.fit([rows[i][0] for i in fit], [rows[i][1] for i in fit], coverage)
         rep = sets.evaluate([rows[i][0] for i in judge], [rows[i][1] for i in judge])
         for k, v in zip(cells, (rep.coverage, rep.mean_size, rep.decided, rep.error_decided)):
@@ -118,10 +120,10 @@ def fixed_row(rows: Sequence[tuple[dict[str, float], str]], threshold: float = F
     return len(alone) / len(rows), sum(c != y for c, y in alone) / max(len(alone), 1)
 
 
-def gate_row(rows: Sequence[tuple[dict[str, float], str]], max_error: float = 0.05) -> dict[str, float]:
+def gate_row(rows: Sequence[tuple[dict[str, float], str]], seed: str, max_error: float = 0.05) -> dict[str, float]:
     """Band(max_error) fitted on one half, judged on the other: means over the splits."""
     cells: dict[str, list[float]] = {"error": [], "reported_ask": [], "observed_ask": [], "allowed": []}
-    for fit, judge in splits(len(rows)):
+    for fit, judge in splits(len(rows), seed):
         band = Band.fit([rows[i][0]["true"] for i in fit], [rows[i][1] for i in fit], max_error=max_error)
         ps, ys = [rows[i][0]["true"] for i in judge], [rows[i][1] for i in judge]
         ask, err, _ = band.judge(ps, ys)
@@ -140,7 +142,7 @@ def tables(answers: dict[str, dict[str, Any]]) -> str:
             rows = [(p, y) for p, y in s["rows"]]
             alone, err = fixed_row(rows)
             for c in COVERAGES:
-                r = set_row(rows, c)
+                r = set_row(rows, c, f"{model}/{name}")
                 out.append(f"| {model} | {name} | {len(rows)} | {len(rows[0][0])} | {c:.2f} | {r['coverage']:.3f} "
                            f"| {r['size']:.2f} | {r['alone']:.0%} ({r['alone_error']:.1%}) | {alone:.0%} ({err:.1%}) |")
     out += ["", "| model | set | gate max_error=0.05: error among allowed | allowed | reported ask rate "
@@ -148,7 +150,7 @@ def tables(answers: dict[str, dict[str, Any]]) -> str:
     for model, per in answers.items():
         for name, s in per.items():
             if s["kind"] == "noul":
-                g = gate_row([(p, y) for p, y in s["rows"]])
+                g = gate_row([(p, y) for p, y in s["rows"]], f"{model}/{name}")
                 out.append(f"| {model} | {name} | {g['error']:.3f} | {g['allowed']:.0%} | {g['reported_ask']:.1%} "
                            f"| {g['observed_ask']:.1%} |")
     return "\n".join(out)
