@@ -185,7 +185,7 @@ class _ClientCore:
             return opts
         words = [w for p in preps for w in answer_words(p, opts.labels)]
         ids = self._token_table.ids(words)
-        return dataclasses.replace(opts, token_ids=ids, token_paths=self._token_table.paths(words)) if ids else opts
+        return opts.evolved(token_ids=ids, token_paths=self._token_table.paths(words)) if ids else opts
 
     def _with_checked_aliases(self, prep: Prepared, tokenize: Callable[[str], Any]) -> Prepared:
         key = (prep.keys, prep.descriptions)

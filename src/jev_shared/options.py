@@ -8,7 +8,7 @@ naming the field, before any request is sent.
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -125,11 +125,22 @@ class Options:
         for name, value, least in (("top_logprobs", top_logprobs, 0), ("max_concurrency", max_concurrency, 1)):
             if value is not None:
                 _check_count(name, value, least, InvalidQuestionError)
-        changes: dict[str, Any] = {
-            "method": method or self.method, "mode": mode or self.mode, "labels": labels or self.labels,
-            "layout": layout or self.layout, "top_logprobs": self.top_logprobs if top_logprobs is None else top_logprobs,
-            "max_concurrency": max_concurrency or self.max_concurrency}
-        return dataclasses.replace(self, **changes)  # each checked above
+        changes: dict[str, Any] = {name: value for name, value in (
+            ("method", method), ("mode", mode), ("labels", labels), ("layout", layout),
+            ("max_concurrency", max_concurrency)) if value}  # an empty value keeps the client's, as it always did
+        if top_logprobs is not None:
+            changes["top_logprobs"] = top_logprobs
+        return self.evolved(**changes)  # each checked above
+
+    def evolved(self, **changes: Any) -> Options:
+        """A copy with ``changes`` already checked by the caller: the options are validated once a call, not again
+        by ``__post_init__`` (``self`` itself when nothing changes, the common call)."""
+        if not changes:
+            return self
+        new = copy.copy(self)
+        for name, value in changes.items():
+            object.__setattr__(new, name, value)
+        return new
 
     @classmethod
     def checked(cls, **settings: Any) -> Options:
@@ -138,8 +149,7 @@ class Options:
 
     def with_layout(self, layout: str) -> Options:
         check_choice("layout", layout, LAYOUTS)
-        changes: dict[str, Any] = {"layout": layout}
-        return dataclasses.replace(self, **changes)
+        return self.evolved(layout=layout)
 
     @classmethod
     def choices(cls, name: str) -> tuple[str, ...]:
