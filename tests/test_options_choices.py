@@ -43,3 +43,11 @@ def test_the_gateways_engine_defaults_are_the_options() -> None:
 def test_the_options_literals_are_the_checked_choices() -> None:
     assert Options.choices("method") == get_args(Method) and Options.choices("mode") == get_args(Mode)
     assert Options.choices("layout") == get_args(Layout)
+
+
+def test_a_call_validates_its_options_once() -> None:
+    """No per-call option: the client's own Options, not a copy checked again; per-call ones are set as given."""
+    opts = Options(model="m")
+    assert opts.for_call() is opts
+    call = opts.for_call(method="structured", top_logprobs=5)
+    assert (call.method, call.top_logprobs, call.mode) == ("structured", 5, "system1") and opts.method == "auto"
