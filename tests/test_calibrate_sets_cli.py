@@ -57,5 +57,7 @@ def test_calibrate_writes_the_png(tmp_path, capsys):
 
 
 def test_calibrate_refuses_a_coverage_outside_0_1(tmp_path, capsys):
-    assert main(["calibrate", str(labelled(tmp_path)), "--out", str(tmp_path / "c.json"), "--coverage", "1.5"]) == 2
+    with pytest.raises(SystemExit) as refused:   # at the door, by the flag's own check
+        main(["calibrate", str(labelled(tmp_path)), "--out", str(tmp_path / "c.json"), "--coverage", "1.5"])
+    assert refused.value.code == 2
     assert "--coverage" in capsys.readouterr().err

@@ -25,6 +25,7 @@ from jev_shared import DecisionSets, SetReport
 from jev_shared.calibration import Calibrator, Record, metrics, recommend_threshold
 from jev_shared.files import read_text
 
+from . import checks
 from .backends import add_backend_args, backends, memory, read_questions, sync_client
 
 
@@ -32,14 +33,15 @@ def add_calibrate(sub: Any) -> None:
     p = sub.add_parser("calibrate", help="fit a calibration on labelled answers; ECE before/after and a threshold",
                        description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("labelled", type=Path, help="JSON lines: recorded answers, or states with their labels")
-    p.add_argument("--questions", default=None, help="for states: a JSON object id -> question, or a path to one")
-    p.add_argument("--target", type=float, default=0.9, help="the precision the threshold must reach (default 0.9)")
+    p.add_argument("--questions", type=checks.text, default=None,
+                   help="for states: a JSON object id -> question, or a path to one")
+    p.add_argument("--target", type=checks.open_unit, default=0.9, help="the precision the threshold must reach")
     p.add_argument("--bias", action="store_true", help="also fit one offset per option (can change answers)")
     p.add_argument("--top", action="store_true",
                    help="also fit top-label scaling (bends the reliability curve; never changes answers)")
     p.add_argument("--out", type=Path, default=Path("calibration.json"), help="where to write the calibration")
-    p.add_argument("--coverage", type=float, default=0.9,
-                   help="decision sets: how often the set must hold the true option (default 0.9)")
+    p.add_argument("--coverage", type=checks.open_unit, default=0.9,
+                   help="decision sets: how often the set must hold the true option")
     p.add_argument("--class-conditional", action="store_true",
                    help="decision sets: the coverage for every option's items, not only on average")
     p.add_argument("--plot", type=Path, default=None,
