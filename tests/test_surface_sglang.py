@@ -20,17 +20,11 @@ from jev_shared.errors import ClientCapabilityError
 from jev_shared.exact import EXACT_BIAS, EXACT_SOURCE
 from jev_shared.served import attach, for_server, server_tokenizer
 from jev_shared.surface_sglang import exact_request
-from tests.helpers.served import FakeModel, ServedStub
-
-WORDS = [f"opt{i:02d}" for i in range(64)]
+from tests.helpers.served import WORDS, FakeModel, ServedStub, served_client
 
 
 def client_for(srv: ServedStub, *, exact: bool = True) -> SystemOneClient:
-    """api="sglang" (the server's /tokenize asked by the engine itself); exact=False: the same server on
-    api="chat_completions", which reads the window."""
-    sdk = openai.OpenAI(base_url=srv.base_url, api_key="k", max_retries=0)
-    return SystemOneClient(sdk, model="qwen", api="sglang" if exact else "chat_completions", calibrator=None,
-                           debias=False, debug=True)
+    return served_client(srv, "sglang", exact=exact)
 
 
 def decide(srv: ServedStub, question: dict, *, exact: bool = True) -> Any:

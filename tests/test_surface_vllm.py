@@ -10,23 +10,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import openai
 import pytest
 
 from jev_shared import Choice, Noul, Score, SystemOneClient
 from jev_shared.exact import EXACT_SOURCE
 from jev_shared.surface_vllm import MAX_TOKEN_IDS, exact_request
-from tests.helpers.served import FakeModel, ServedStub
-
-WORDS = [f"opt{i:02d}" for i in range(64)]
+from tests.helpers.served import WORDS, FakeModel, ServedStub, served_client
 
 
 def client_for(srv: ServedStub, *, exact: bool = True) -> SystemOneClient:
-    """api="vllm" (the server's /tokenize asked by the engine itself); exact=False: the same server on
-    api="chat_completions", which reads the window."""
-    sdk = openai.OpenAI(base_url=srv.base_url, api_key="k", max_retries=0)
-    return SystemOneClient(sdk, model="qwen", api="vllm" if exact else "chat_completions", calibrator=None,
-                           debias=False, debug=True)
+    return served_client(srv, "vllm", exact=exact)
 
 
 def decide(srv: ServedStub, question: dict, *, exact: bool = True) -> Any:

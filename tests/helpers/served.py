@@ -21,6 +21,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import openai
+
+from jev_shared import SystemOneClient
+
 from .server import Loopback
 from .wire import Request, json_reply
 
@@ -134,3 +138,15 @@ class ServedStub(Loopback):
             probs = [p / sum(probs) for p in probs]
         return {"scores": [probs for _ in items], "model": body.get("model", "default"), "object": "scoring",
                 "usage": {"prompt_tokens": 40 * len(items), "total_tokens": 40 * len(items), "completion_tokens": 0}}
+
+
+#: Sixty-four option names, more than any top-20 window holds.
+WORDS = [f"opt{i:02d}" for i in range(64)]
+
+
+def served_client(srv: ServedStub, api: str, *, exact: bool = True) -> SystemOneClient:
+    """A client of the stub on ``api`` ("vllm" or "sglang": the engine asks the server's /tokenize itself);
+    exact=False: the same server on api="chat_completions", which reads the window."""
+    sdk = openai.OpenAI(base_url=srv.base_url, api_key="k", max_retries=0)
+    return SystemOneClient(sdk, model="qwen", api=api if exact else "chat_completions", calibrator=None,
+                           debias=False, debug=True)
