@@ -35,8 +35,7 @@ def png_size(path: Path) -> tuple[int, int]:
 
 def test_calibrate_prints_set_figures_and_saves_the_sets(tmp_path, capsys):
     out = tmp_path / "cal.json"
-    assert main(["calibrate", str(labelled(tmp_path)), "--out", str(out), "--coverage", "0.8",
-                 "--plot", str(tmp_path / "c.png")]) == 0
+    assert main(["calibrate", str(labelled(tmp_path)), "--out", str(out), "--coverage", "0.8"]) == 0
     text = capsys.readouterr().out
     line = next(x for x in text.splitlines() if x.startswith("decision sets"))
     assert "at 80% (held out): coverage" in line and "mean set size" in line and "decided alone" in line
