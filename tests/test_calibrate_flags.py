@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.readme_blocks import env
+from tests.helpers.cli import jev, one_line_exit_2
 
 BAD = [
     ("--coverage", "1.5"), ("--coverage", "0"), ("--coverage", "1"), ("--coverage", "nan"),
@@ -15,19 +12,11 @@ BAD = [
 ]
 
 
-def jev(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "import sys; from jev_shared.cli import main; sys.exit(main())",
-                           *args], capture_output=True, text=True, env=env(), timeout=60)
-
-
 @pytest.mark.parametrize(("flag", "value"), BAD)
 def test_a_bad_calibrate_flag_is_one_line_and_exit_2(tmp_path, flag, value):
     labelled = tmp_path / "labelled.jsonl"   # never read: the flag is refused first
     out = jev("calibrate", str(labelled), f"{flag}={value}")
-    assert out.returncode == 2, out.stderr
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and flag in lines[0], out.stderr
-    assert "Traceback" not in out.stderr
+    one_line_exit_2(out, flag)
 
 
 def test_calibrate_help_shows_each_default_once():

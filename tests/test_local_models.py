@@ -7,7 +7,7 @@ import importlib.metadata
 import json
 import os
 import subprocess
-import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -27,6 +27,7 @@ from jev_shared.local import (
     is_assembled,
     threads_for_machine,
 )
+from tests.helpers.cli import jev
 
 SPAM = {"spam": {"type": "noul", "instructions": "This message is spam."}}
 
@@ -186,14 +187,19 @@ def test_unknown_model_is_refused():
         LocalServer("no-such-model")
 
 
-@pytest.fixture(scope="module")
-def qwen_server():
+def _served(model: str) -> Iterator[LocalServer]:
+    """A started embedded model for a module's tests, or a skip naming what is not installed."""
     try:
-        srv = LocalServer(DEMO_MODEL).start()
+        srv = LocalServer(model).start()
     except LocalModelError as exc:
         pytest.skip(str(exc))
     yield srv
     srv.stop()
+
+
+@pytest.fixture(scope="module")
+def qwen_server() -> Iterator[LocalServer]:
+    yield from _served(DEMO_MODEL)
 
 
 @pytest.mark.live
@@ -239,13 +245,8 @@ def test_the_default_local_server_decides_colliding_names_zero_shot(qwen_server)
 
 
 @pytest.fixture(scope="module")
-def qwen15_server():
-    try:
-        srv = LocalServer("qwen2.5-coder-1.5b").start()
-    except LocalModelError as exc:
-        pytest.skip(str(exc))
-    yield srv
-    srv.stop()
+def qwen15_server() -> Iterator[LocalServer]:
+    yield from _served("qwen2.5-coder-1.5b")
 
 
 @pytest.mark.live
@@ -266,8 +267,7 @@ def test_the_15b_starts_and_decides_an_easy_choice_zero_shot(qwen15_server):
 
 
 def _jev(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "jev_shared.cli", *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "JEV_NO_CACHE": "1"})
+    return jev(*args, timeout=120)
 
 
 def test_jev_decide_names_the_embedded_models_and_refuses_an_unknown_one():

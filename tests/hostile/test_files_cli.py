@@ -6,26 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import jev
+from tests.helpers.cli import one_line_exit_2 as _one_line_exit_2
+
 QUESTIONS = json.dumps({"spam": {"type": "noul", "instructions": "This is spam."}})
 NO_BACKEND = ["--backend-url", "http://127.0.0.1:9/v1", "--model", "m"]  # never reached: the files fail first
-
-
-def jev(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "jev_shared.cli", *args], capture_output=True, text=True, timeout=30,
-                          input=stdin, env={**os.environ, "JEV_NO_CACHE": "1", **(env or {})})
-
-
-def _one_line_exit_2(out: subprocess.CompletedProcess[str], *names: str) -> None:
-    lines = out.stderr.strip().splitlines()
-    assert out.returncode == 2, (out.returncode, out.stderr[-1500:])
-    assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-1500:]
-    assert any(name in lines[0] for name in names), lines[0]
 
 
 @pytest.fixture
