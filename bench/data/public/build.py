@@ -20,6 +20,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from build_more import HELD_OUT, LEVELS, MORE, in_words  # issue 32's sets: beside this file
+
 HERE = Path(__file__).resolve().parent
 N_ITEMS = 60
 Rows = list[tuple[str, str]]  # (text, label)
@@ -180,6 +182,7 @@ SETS: dict[str, tuple[str, str, Callable[[Path], tuple[Rows, Rows]], dict[str, s
     "atis": ("choice", "What is the intent of this airline travel query?", atis, None),
     "banking77": ("choice", "What is the intent of this banking customer query?", banking, None),
     "clinc150": ("choice", "What is the intent of this request to a virtual assistant?", clinc, None),
+    **MORE,
 }
 
 
@@ -220,10 +223,12 @@ def build(mirror: Path, name: str, extra: int = 0) -> dict:
             for i, (text, lab) in enumerate(extra_items(test, taken, extra, name)):
                 f.write(json.dumps({"id": f"{name}-x{i}", "text": text, "label": lab}) + "\n")
     meta: dict = {"name": name, "kind": kind, "instructions": instructions}
+    if name == HELD_OUT:  # our own held-out set (issue 32): no default is fitted on it
+        meta["held_out"] = True
     if kind == "choice":
-        meta["criteria"] = {lab: words(lab) for lab in labels}
+        meta["criteria"] = {lab: (in_words if name in MORE else words)(lab) for lab in labels}
     elif kind == "score":
-        meta["criteria"] = [SST5[k] for k in sorted(SST5)]
+        meta["criteria"] = LEVELS.get(name) or [SST5[k] for k in sorted(SST5)]
     with (HERE / f"{name}.jsonl").open("w") as f:
         for i, (text, lab) in enumerate(items):
             f.write(json.dumps({"id": f"{name}-{i}", "text": text, "label": lab}) + "\n")
