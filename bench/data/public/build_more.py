@@ -10,6 +10,7 @@ licences: README.md beside this file.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import re
@@ -137,6 +138,34 @@ def hint3(bot: str) -> Callable[[Path], tuple[Rows, Rows]]:
     return load
 
 
+# --- Clickbait headlines (Chakraborty et al. 2016) -----------------------------------------------------
+
+
+def clickbait(mirror: Path) -> tuple[Rows, Rows]:
+    """One headline a line in each gzipped file; no split: examples come from the rows not scored."""
+    def read(name: str) -> list[str]:
+        raw = gzip.decompress(show_bytes(mirror, "bhargaviparanjape/clickbait", f"dataset/{name}.gz"))
+        return [line.strip() for line in raw.decode("utf-8", errors="replace").splitlines() if line.strip()]
+
+    rows = unique([(t, "clickbait") for t in read("clickbait_data")] + [(t, "news") for t in read("non_clickbait_data")])
+    return rows, rows
+
+
+# --- Financial PhraseBank (Malo et al. 2014), the sentences 75% of annotators agree on ----------------
+
+FPB = "Hugoverissimo21/finphrasebank-sentiment"
+FPB_LEVELS = {"negative": "0", "neutral": "1", "positive": "2"}
+
+
+def finphrasebank(mirror: Path) -> tuple[Rows, Rows]:
+    """That repository's own test/train split of ``Sentences_75Agree``."""
+    def read(split: str) -> Rows:
+        text = show(mirror, FPB, f"data/75Agree_{split}.csv")
+        return unique([(short(r["sentence"]), r["label"]) for r in csv.DictReader(io.StringIO(text))])
+
+    return read("test"), read("train")
+
+
 #: name → (kind, instructions, loader, label map), as build.SETS.
 MORE: dict[str, tuple[str, str, Callable[[Path], tuple[Rows, Rows]], dict[str, str] | None]] = {
     "sgd": ("choice", "What is the intent of the user's last message to the virtual assistant?", sgd, None),
@@ -146,10 +175,12 @@ MORE: dict[str, tuple[str, str, Callable[[Path], tuple[Rows, Rows]], dict[str, s
                     hint3("powerplay11"), None),
     "curekart": ("choice", "What is the intent of this message to a health-products shop's support chat?",
                  hint3("curekart"), None),
+    "clickbait": ("noul", "The headline is clickbait.", clickbait, {"clickbait": "true", "news": "false"}),
+    "finphrasebank": ("score", "How positive is this sentence from financial news?", finphrasebank, FPB_LEVELS),
 }
 
 #: A score set's levels, lowest first (build.py's criteria for it).
-LEVELS: dict[str, list[str]] = {}
+LEVELS: dict[str, list[str]] = {"finphrasebank": ["negative", "neutral", "positive"]}
 
 #: The set no default is fitted on (issue 32: a held-out set of our own); sets.json marks it "held_out".
 HELD_OUT = "powerplay11"
