@@ -36,7 +36,12 @@ def show_bytes(mirror: Path, repo: str, path: str) -> bytes:
 
 
 def show(mirror: Path, repo: str, path: str) -> str:
-    return show_bytes(mirror, repo, path).decode("utf-8", errors="replace")
+    """One file's text: UTF-8, or Latin-1 where the file is not UTF-8 (SUBJ's subjective half)."""
+    raw = show_bytes(mirror, repo, path)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
 
 
 def short(text: str) -> str:
@@ -166,6 +171,22 @@ def finphrasebank(mirror: Path) -> tuple[Rows, Rows]:
     return read("test"), read("train")
 
 
+# --- SUBJ (Pang and Lee 2004) and CR (Hu and Liu 2004), as harvardnlp/sent-conv-torch stores them -------
+
+SENT_CONV = "harvardnlp/sent-conv-torch"
+
+
+def sent_conv(files: dict[str, str]) -> Callable[[Path], tuple[Rows, Rows]]:
+    """One sentence a line per label's file (``data/raw/``, tokenised as there); no split (the sets are
+    cross-validated): examples come from the rows not scored."""
+    def load(mirror: Path) -> tuple[Rows, Rows]:
+        rows = unique([(short(line), label) for label, name in files.items()
+                       for line in show(mirror, SENT_CONV, f"data/raw/{name}").splitlines() if line.strip()])
+        return rows, rows
+
+    return load
+
+
 #: name → (kind, instructions, loader, label map), as build.SETS.
 MORE: dict[str, tuple[str, str, Callable[[Path], tuple[Rows, Rows]], dict[str, str] | None]] = {
     "sgd": ("choice", "What is the intent of the user's last message to the virtual assistant?", sgd, None),
@@ -177,6 +198,11 @@ MORE: dict[str, tuple[str, str, Callable[[Path], tuple[Rows, Rows]], dict[str, s
                  hint3("curekart"), None),
     "clickbait": ("noul", "The headline is clickbait.", clickbait, {"clickbait": "true", "news": "false"}),
     "finphrasebank": ("score", "How positive is this sentence from financial news?", finphrasebank, FPB_LEVELS),
+    "subj": ("noul", "The sentence is subjective.", sent_conv({"subjective": "subj.subjective",
+                                                               "objective": "subj.objective"}),
+             {"subjective": "true", "objective": "false"}),
+    "cr": ("noul", "The customer review is positive.", sent_conv({"positive": "custrev.pos", "negative": "custrev.neg"}),
+           {"positive": "true", "negative": "false"}),
 }
 
 #: A score set's levels, lowest first (build.py's criteria for it).
