@@ -187,6 +187,19 @@ def sent_conv(files: dict[str, str]) -> Callable[[Path], tuple[Rows, Rows]]:
     return load
 
 
+# --- CommitmentBank (de Marneffe et al. 2019), as in SuperGLUE -------------------------------------------
+
+
+def cb(mirror: Path) -> tuple[Rows, Rows]:
+    """The validation split is scored (the test split has no labels): 56 items, none left for extra/."""
+    def read(split: str) -> Rows:
+        text = show(mirror, "tonyzhaozh/few-shot-learning", f"data/cb/{split}.jsonl")
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        return [(f"Premise: {r['premise']}\nHypothesis: {r['hypothesis']}", r["label"]) for r in rows]
+
+    return read("val"), read("train")
+
+
 #: name → (kind, instructions, loader, label map), as build.SETS.
 MORE: dict[str, tuple[str, str, Callable[[Path], tuple[Rows, Rows]], dict[str, str] | None]] = {
     "sgd": ("choice", "What is the intent of the user's last message to the virtual assistant?", sgd, None),
@@ -203,6 +216,7 @@ MORE: dict[str, tuple[str, str, Callable[[Path], tuple[Rows, Rows]], dict[str, s
              {"subjective": "true", "objective": "false"}),
     "cr": ("noul", "The customer review is positive.", sent_conv({"positive": "custrev.pos", "negative": "custrev.neg"}),
            {"positive": "true", "negative": "false"}),
+    "cb": ("choice", "How does the hypothesis relate to the premise?", cb, None),
 }
 
 #: A score set's levels, lowest first (build.py's criteria for it).
