@@ -1,142 +1,271 @@
-"""Zero-shot routing on the public choice sets: the engine's defaults against LangChain's structured router.
+"""Zero-shot on the public sets: the engine's defaults against LangChain's structured router, per model.
 
-Same server (the embedded default model), same items, each contender over all of them in turn: a bare
-one-token ``chat.completions.create`` (the latency floor), the Jev router with the product defaults
-(names, ``debias="auto"``, the shipped calibration), and LangChain's routing guide
-(``with_structured_output`` over a ``Literal`` of the option names). Output tokens and calls are read
-off the wire (``router_meter``).
+Same server (one embedded model, ``--model``), same items, each contender over all of them in turn:
 
-    JEV_NO_CACHE=1 nice -n 10 python bench/heldout_router.py --limit 30 --out bench/heldout_runs/router.json
+* ``bare``: a one-token ``chat.completions.create`` with the engine's own prompt and answer words, the
+  sampled token read as the answer (the latency floor);
+* ``jev``: the product defaults as ``LocalServer.client()`` marks its own client (names, debias,
+  calibration, the exact readout), the question a new user writes (``heldout.question``: the set's
+  own label names, each described by its name in words);
+* ``langchain``: LangChain's routing guide, ``prompt | llm.with_structured_output(Schema)``, with a
+  TypedDict whose one field is a ``Literal`` of the option names (a choice), of the level names (a
+  score), or a ``bool`` (a noul); ``langchain_lit`` (nouls only, not run unless asked): a
+  ``Literal["true", "false"]`` instead of the bool.
+
+Output tokens and calls are read off the wire (``router_meter``). Every item's answer is saved
+(``--out``), so accuracy can be recomputed; ``--table`` prints the markdown table of saved runs.
+
+    JEV_NO_CACHE=1 nice -n 5 python bench/heldout_router.py --model qwen2.5-coder-1.5b --sets sst2,trec --out /tmp/r.json
+    python bench/heldout_router.py --table bench/heldout_runs/router-*.json
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from heldout import load_items, load_sets  # noqa: E402
+from heldout import load_items, load_sets, question  # noqa: E402
 from router_meter import Meter, http_client, openai_client  # noqa: E402
 
 GEN_CAP = 256
 Decide = Callable[[str], str]
+DEFAULT_CONTENDERS = ("bare", "jev", "langchain")
 
 
-def bare(base_url: str, model: str, meter: Meter, meta: dict[str, Any]) -> Decide:
-    """The engine's own prompt, one token, the sampled token read as a name: the latency floor."""
-    from jev_shared import Choice
-    from jev_shared.labels import aliases_for, name_fold
-    from jev_shared.prompt import AnswerFormat, render
+def level_names(meta: dict[str, Any]) -> list[str]:
+    """A score's levels in order (sets.json keeps them as a list; a dict's values are the levels)."""
+    crit = meta["criteria"]
+    return list(crit.values()) if isinstance(crit, dict) else list(crit)
+
+
+def bare(srv: Any, meter: Meter, meta: dict[str, Any]) -> Decide:
+    """The engine's own prompt and answer words (names, digits or yes/no), one token, read as the answer."""
+    from jev_shared.labels import named_format
+    from jev_shared.prompt import render
     from jev_shared.questions import prepare_question
 
-    client = openai_client(base_url, meter)
-    prep = prepare_question("q", Choice(instructions=meta["instructions"], criteria=meta["criteria"]), "logprobs")
-    aliases = aliases_for(prep.keys, prep.descriptions)
-    fmt, fold = AnswerFormat(symbols=aliases), name_fold(aliases)
-    by_alias = dict(zip(aliases, prep.keys))
+    client = openai_client(srv.base_url, meter)
+    prep = prepare_question("q", question(meta), "logprobs")
+    fmt, fold = named_format(prep)
+    by_symbol = ({"yes": "true", "no": "false"} if meta["kind"] == "noul"
+                 else dict(zip(fmt.symbols or (), prep.keys)))
 
     def decide(text: str) -> str:
-        r = client.chat.completions.create(model=model, messages=render(prep, text, fmt=fmt), temperature=0,
+        r = client.chat.completions.create(model=srv.model, messages=render(prep, text, fmt=fmt), temperature=0,
                                            max_tokens=1, logprobs=True, top_logprobs=20)
-        return by_alias.get(fold(r.choices[0].message.content or "") or "", "")
+        return by_symbol.get(fold(r.choices[0].message.content or "") or "", "")
 
     return decide
 
 
-def jev(base_url: str, model: str, meter: Meter, meta: dict[str, Any]) -> Decide:
-    """The product defaults on a client marked as LocalServer.client() marks its own."""
-    from jev_shared import Choice, SystemOneClient
-    from jev_shared.backend import describe
+def jev(srv: Any, meter: Meter, meta: dict[str, Any]) -> Decide:
+    """The product defaults on a metered client marked as LocalServer.client() marks its own."""
+    from jev_shared import SystemOneClient
 
-    raw = describe(openai_client(base_url, meter), surfaces=("chat_completions",))
-    client = SystemOneClient(raw, model=model)
-    q = Choice(instructions=meta["instructions"], criteria=meta["criteria"])
+    client = SystemOneClient(srv.mark(openai_client(srv.base_url, meter)), model=srv.model)
+    q = question(meta)
 
     def decide(text: str) -> str:
-        return client.system_one(text, {"q": q}).answers["q"].choice  # type: ignore[union-attr]
+        a = client.system_one(text, {"q": q}).answers["q"]
+        if meta["kind"] == "noul":
+            return "true" if a.noul >= 0.5 else "false"  # type: ignore[union-attr]
+        if meta["kind"] == "score":
+            return max(a.probabilities, key=a.probabilities.get)  # type: ignore[union-attr]
+        return a.choice  # type: ignore[union-attr]
 
     return decide
 
 
-def langchain(base_url: str, model: str, meter: Meter, meta: dict[str, Any]) -> Decide:
-    """LangChain's routing guide: a TypedDict with a Literal destination, structured output, then a branch."""
+def _chain(srv: Any, meter: Meter, system: str, schema: Any) -> Any:
     from langchain_core.prompts import ChatPromptTemplate
     from langchain_openai import ChatOpenAI
-    from typing_extensions import TypedDict
 
-    names = tuple(meta["criteria"])
-    route = TypedDict("RouteQuery", {"destination": Literal[names]})  # type: ignore[misc,valid-type]  # noqa: UP013
-    route.__doc__ = "Route the request to the option that fits it."
-    llm = ChatOpenAI(model=model, base_url=base_url, api_key="local", temperature=0, max_tokens=GEN_CAP,
+    llm = ChatOpenAI(model=srv.model, base_url=srv.base_url, api_key="local", temperature=0, max_tokens=GEN_CAP,
                      http_client=http_client(meter))
-    system = (meta["instructions"] + " Route the user's request to one of these options:\n"
-              + "\n".join(f"- {n}: {d}" for n, d in meta["criteria"].items()))
     prompt = ChatPromptTemplate.from_messages([("system", system.replace("{", "{{").replace("}", "}}")),
                                                ("human", "{input}")])
-    chain = prompt | llm.with_structured_output(route)
+    return prompt | llm.with_structured_output(schema)
+
+
+def langchain(srv: Any, meter: Meter, meta: dict[str, Any], noul_literal: bool = False) -> Decide:
+    """LangChain's routing guide: a TypedDict with a Literal (or, for a yes/no, a bool) field, structured output."""
+    from typing_extensions import TypedDict
+
+    kind = meta["kind"]
+    if kind == "choice":
+        names = tuple(meta["criteria"])
+        schema = TypedDict("RouteQuery", {"destination": Literal[names]})  # type: ignore[misc,valid-type]  # noqa: UP013
+        schema.__doc__ = "Route the request to the option that fits it."
+        system = (meta["instructions"] + " Route the user's request to one of these options:\n"
+                  + "\n".join(f"- {n}: {d}" for n, d in meta["criteria"].items()))
+        field, read = "destination", str
+    elif kind == "score":
+        levels = level_names(meta)
+        schema = TypedDict("Rating", {"level": Literal[tuple(levels)]})  # type: ignore[misc,valid-type]  # noqa: UP013
+        schema.__doc__ = "Rate the user's text on the scale."
+        system = meta["instructions"] + " Rate the user's text with one of these levels:\n" + "\n".join(
+            f"- {lv}" for lv in levels)
+        field = "level"
+
+        def read(v: Any) -> str:
+            return str(levels.index(v)) if v in levels else str(v)
+    else:
+        about = f"Whether this is true of the user's text: {meta['instructions']}"
+        shape: Any = Literal["true", "false"] if noul_literal else bool
+        schema = TypedDict("Verdict", {"answer": Annotated[shape, ..., about]})  # type: ignore[misc]  # noqa: UP013
+        schema.__doc__ = "Say whether the statement is true of the user's text."
+        system = f"Statement: {meta['instructions']}\nSay whether the statement is true of the user's text."
+        field = "answer"
+
+        def read(v: Any) -> str:
+            return str(v).lower() if isinstance(v, (bool, str)) else ""
+    chain = _chain(srv, meter, system, schema)
 
     def decide(text: str) -> str:
         out = chain.invoke({"input": text})
-        return str((out or {}).get("destination", ""))
+        return read((out or {}).get(field, ""))
 
     return decide
 
 
-CONTENDERS = {"bare": bare, "jev": jev, "langchain": langchain}
+CONTENDERS: dict[str, Callable[[Any, Meter, dict[str, Any]], Decide]] = {
+    "bare": bare, "jev": jev, "langchain": langchain,
+    "langchain_lit": lambda srv, meter, meta: langchain(srv, meter, meta, noul_literal=True),
+}
 
 
-def run(srv: Any, names: Sequence[str], limit: int) -> dict[str, Any]:
-    sets = load_sets()
-    results: dict[str, Any] = {}
-    for name in names:
-        meta, items = sets[name], load_items(name, limit)
-        meters = {c: Meter() for c in CONTENDERS}
-        deciders = {c: build(srv.base_url, srv.model, meters[c], meta) for c, build in CONTENDERS.items()}
-        rows: dict[str, list[tuple[bool, float, str]]] = {c: [] for c in CONTENDERS}
+def run_set(srv: Any, name: str, meta: dict[str, Any], items: Sequence[dict[str, Any]],
+            contenders: Sequence[str]) -> list[dict[str, Any]]:
+    """Every contender over every item in turn (a state another contender just sent would sit in the
+    server's cache); one row per contender and item."""
+    names = [c for c in contenders if c != "langchain_lit" or meta["kind"] == "noul"]
+    meters = {c: Meter() for c in names}
+    deciders = {c: CONTENDERS[c](srv, meters[c], meta) for c in names}
+    if "jev" in deciders:
         deciders["jev"]("N/A")  # the one-time prior calls, not in an item's latency
-        calls0 = {c: meters[c].snapshot() for c in CONTENDERS}
-        for c, decide in deciders.items():  # each contender over every item in turn: a state another
-            for it in items:                 # contender just sent would sit in the server's cache
-                t = time.perf_counter()
-                try:
-                    got = decide(it["text"])
-                except Exception as exc:  # noqa: BLE001 - an unusable answer is a miss, named
-                    got = f"error: {type(exc).__name__}"
-                rows[c].append((got == it["label"], (time.perf_counter() - t) * 1000, got))
-        results[name] = {c: summary(rows[c], meters[c], calls0[c], len(items)) for c in CONTENDERS}
-        print(name, {c: f"{r['accuracy']:.1%} {r['p50_ms']:.0f} ms {r['output_tokens']:.1f} tok"
-                     for c, r in results[name].items()}, file=sys.stderr)
-    return results
+    rows = []
+    for c, decide in deciders.items():
+        for it in items:
+            calls0, tok0 = meters[c].snapshot()
+            t = time.perf_counter()
+            try:
+                got = decide(it["text"])
+            except Exception as exc:  # noqa: BLE001 - an unusable answer is a miss, named
+                got = f"error: {type(exc).__name__}"
+            ms = (time.perf_counter() - t) * 1000
+            calls, tok = meters[c].snapshot()
+            rows.append({"contender": c, "set": name, "item": it["id"], "label": it["label"], "answer": got,
+                         "latency_ms": round(ms, 1), "output_tokens": tok - tok0, "calls": calls - calls0})
+    return rows
 
 
-def summary(rows: list[tuple[bool, float, str]], meter: Meter, start: tuple[int, int], n: int) -> dict[str, Any]:
-    calls, tokens = meter.snapshot()
-    return {"n": n, "accuracy": sum(r[0] for r in rows) / n, "p50_ms": statistics.median(r[1] for r in rows),
-            "output_tokens": (tokens - start[1]) / n, "calls": (calls - start[0]) / n,
-            "unusable": sum(r[2].startswith("error") or r[2] == "" for r in rows) / n,
-            "answers": [r[2] for r in rows]}
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per set and contender: accuracy, p50 latency, output tokens and calls a decision, unusable share."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for key in dict.fromkeys((r["set"], r["contender"]) for r in rows):
+        rs = [r for r in rows if (r["set"], r["contender"]) == key]
+        n = len(rs)
+        out.setdefault(key[0], {})[key[1]] = {
+            "n": n, "accuracy": round(sum(r["answer"] == r["label"] for r in rs) / n, 4),
+            "p50_ms": round(statistics.median(r["latency_ms"] for r in rs), 1),
+            "output_tokens": round(sum(r["output_tokens"] for r in rs) / n, 2),
+            "calls": round(sum(r["calls"] for r in rs) / n, 2),
+            "unusable": round(sum(r["answer"].startswith("error") or r["answer"] == "" for r in rs) / n, 4)}
+    return out
+
+
+def git_state() -> dict[str, Any]:
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=HERE.parent, capture_output=True, text=True).stdout.strip()
+
+    return {"commit": git("rev-parse", "--short", "HEAD"),
+            "src_uncommitted": [ln[3:] for ln in git("status", "--porcelain", "src").splitlines()]}
+
+
+def save(path: Path, meta: dict[str, Any], rows: Sequence[dict[str, Any]]) -> None:
+    body = json.dumps({"meta": meta, "summary": summarise(rows), "items": list(rows)}, indent=None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(gzip.compress(body.encode()) if path.suffix == ".gz" else body.encode())
+    tmp.replace(path)
+
+
+def read(path: Path) -> dict[str, Any]:
+    data = path.read_bytes()
+    return json.loads(gzip.decompress(data) if path.suffix == ".gz" else data)
+
+
+def table(paths: Sequence[Path]) -> str:
+    """Markdown: one row per saved run and set (accuracy and p50 per contender)."""
+    sets = load_sets()
+    head = ("| set | kind | options | model | bare | Jev (commit) | LangChain router | p50 bare / Jev / LangChain "
+            "| LangChain tokens |\n|---|---|---|---|---|---|---|---|---|")
+    lines = [head]
+    for p in paths:
+        run = read(p)
+        meta = run["meta"]
+        for name, s in run["summary"].items():
+            kind = sets.get(name, {}).get("kind", "?")
+            n_opt = 2 if kind == "noul" else len(sets.get(name, {}).get("criteria") or ())
+
+            def cell(c: str, field: str = "accuracy", s: dict[str, Any] = s) -> str:
+                if c not in s:
+                    return "—"
+                v = s[c][field]
+                return f"{v:.1%}" if field == "accuracy" else f"{v / 1000:.2f}" if field == "p50_ms" else f"{v:.1f}"
+            lit = f" (Literal: {cell('langchain_lit')})" if "langchain_lit" in s else ""
+            lines.append(f"| {name} ({s[next(iter(s))]['n']}) | {kind} | {n_opt} | {meta['model']} | {cell('bare')} "
+                         f"| {cell('jev')} ({meta['git']['commit']}) | {cell('langchain')}{lit} "
+                         f"| {cell('bare', 'p50_ms')} / {cell('jev', 'p50_ms')} / {cell('langchain', 'p50_ms')} s "
+                         f"| {cell('langchain', 'output_tokens')} |")
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from jev_shared.local import LocalServer
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sets", default="trec,agnews,atis,banking77,clinc150")
-    ap.add_argument("--limit", type=int, default=30)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b", help="the embedded model (jev_shared.local.MODELS)")
+    ap.add_argument("--sets", default="", help="comma-separated (default: every set in sets.json)")
+    ap.add_argument("--limit", type=int, default=60)
+    ap.add_argument("--contenders", default=",".join(DEFAULT_CONTENDERS), help=f"of {','.join(CONTENDERS)}")
+    ap.add_argument("--out", type=Path, help="the JSON (.json.gz: gzipped), saved after each set")
+    ap.add_argument("--table", type=Path, nargs="*", help="print the markdown table of saved runs and exit")
     args = ap.parse_args(argv)
-    with LocalServer(n_parallel=1) as srv:
-        results = run(srv, args.sets.split(","), args.limit)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "results": results}, indent=1))
+    if args.table is not None:
+        print(table(args.table))
+        return 0
+    if not args.out:
+        ap.error("--out is required")
+    sets = load_sets()
+    names = args.sets.split(",") if args.sets else list(sets)
+    contenders = args.contenders.split(",")
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "model": args.model, "limit": args.limit,
+            "contenders": contenders, "git": git_state(), "load_at_start": round(os.getloadavg()[0], 2),
+            "cpus": os.cpu_count(), "no_cache": os.environ.get("JEV_NO_CACHE", "")}
+    rows: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    with LocalServer(args.model, n_parallel=1) as srv:
+        for name in names:
+            rows += run_set(srv, name, sets[name], load_items(name, args.limit), contenders)
+            meta.update(load_now=round(os.getloadavg()[0], 2), wall_s=round(time.perf_counter() - started, 1))
+            save(args.out, meta, rows)
+            print(name, {c: f"{r['accuracy']:.1%} {r['p50_ms']:.0f} ms {r['output_tokens']:.1f} tok"
+                         for c, r in summarise(rows)[name].items()}, f"load {os.getloadavg()[0]:.1f}",
+                  file=sys.stderr, flush=True)
+    print(table([args.out]))
     return 0
 
 
