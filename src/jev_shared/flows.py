@@ -17,19 +17,19 @@ from __future__ import annotations
 from typing import Any
 
 from .answers import Answer, answer_confidence, build_answer
-from .asking import Ask, Messages, ask_until_read, call
+from .asking import Ask, ask_until_read, call
 from .calls import Flow, Reply
-from .continuation import PREFILL_FIELDS, chain, conditional, shared_lead, window_of
 from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError, MalformedAnswerError, ProviderError
-from .exact import EXACT_SOURCE, exact_fields, is_exact, next_ids, still_exact, window_only
+from .exact import EXACT_SOURCE, is_exact, still_exact
 from .faults import cannot_carry, logprobs_value_complaint
 from .json_readout import parse_object, read_json, strip_think
-from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, names_starting, style_for
+from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, style_for
 from .methods import TOKEN_READOUT, answer_format, example_json, request_fields
 from .priors import CONTENT_FREE, content_free_prior, debias_prior, examples_prior
 from .prompt import render, symbols_of
 from .questions import MAX_SINGLE_TOKEN_LABELS
-from .readout import Readout, divide_prior, humble, read_labels, softmax_labels, split_shared
+from .readon import CONTINUATION_DEPTH, continue_read, read_on
+from .readout import divide_prior, humble, read_labels
 from .registry import SURFACES, fallback_of
 from .surfaces import check_complete
 from .wire import Parsed
@@ -168,53 +168,6 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
     return divide_prior(ro.probs, prior)
 
 
-def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
-                  symbols: tuple[str, ...], exc: AmbiguousNamesError) -> Flow[Readout]:
-    """One more one-token call with the shared prefix already answered: P(name) = P(prefix)·P(rest | prefix)."""
-    group = names_starting(exc.token, symbols)
-    exact = still_exact(is_exact(fields, extra), ask.memory.refused_on((ask.model, surface)))
-    fields, extra = window_only(fields, extra, ask.options.top_logprobs)  # the next token: the names' own, or the window
-    ids = (exc.token_id,) if exact and exc.token_id is not None else None
-    cond = yield from read_on(ask, surface, messages, fields, extra, exc.token, group, CONTINUATION_DEPTH, ids)
-    best = exc.best
-    if exact:  # the names of other shared tokens: their share, not the floor (the read gave every first token)
-        best = split_shared(symbols, best, {t: lp for t, lp in exc.shared.items() if t != exc.token})
-    ro = softmax_labels(symbols, chain(exc.logprob, cond, best), exc.returned, "floor", exc.token, "logprobs")
-    ro.source = (EXACT_SOURCE if exact else "logprobs") + "+continuation"
-    ask.record.note("continuation", {"prefix": exc.token, "group": group, "conditional": cond})
-    return ro
-
-
-#: At most this many continuation calls read a shared prefix on (``declined`` → ``_`` → ``card``).
-CONTINUATION_DEPTH = 3
-
-
-def read_on(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
-            prefix: str, group: list[str], depth: int,
-            prefix_ids: tuple[int, ...] | None = None) -> Flow[dict[str, float]]:
-    """P(name | prefix) over the group; a next token still shared by several names is read on in turn, so
-    names that share more than one token are told apart by the model, not tied and broken by their order.
-    Where the prefix is the names' own first tokens (``prefix_ids``, an exact read), the names' own next
-    tokens are read (:mod:`exact`), not the window."""
-    prefill = messages + [{"role": "assistant", "content": prefix}]
-    paths = ask.options.token_paths
-    ids = next_ids(group, prefix_ids, paths)
-    sent, sent_extra = fields, extra
-    if ids:
-        exact, exact_extra = exact_fields(ids)
-        sent, sent_extra = {**fields, **exact}, {**extra, **exact_extra}
-    parsed = yield from call(ask, surface, prefill, sent, {**sent_extra, **PREFILL_FIELDS})
-    window = window_of(parsed.logprobs, parsed.content)
-    lead = shared_lead(prefix, group, window) if depth > 1 else None
-    splits = {}
-    if lead is not None:
-        token, hits = lead
-        deeper = {paths[h][len(prefix_ids)] for h in hits} if ids and paths and prefix_ids else set()
-        more = prefix_ids + (deeper.pop(),) if prefix_ids and len(deeper) == 1 else None
-        splits[token] = yield from read_on(ask, surface, messages, fields, extra, prefix + token, hits, depth - 1, more)
-    return conditional(prefix, group, window, splits)
-
-
 def json_pass(ask: Ask, method: str) -> Flow[list[float]]:
     """One JSON object (structured, discrete or System 2 ratings) → a distribution."""
     prep, opts, rec = ask.prep, ask.options, ask.record
@@ -254,4 +207,4 @@ def _has_tokens(logprobs: Any) -> bool:
 
 
 __all__ = ["Ask", "answer", "system1", "token_pass", "label_pass", "read_tokens", "content_free_prior", "examples_prior", "json_pass",
-           "ask_until_read", "call", "CONTENT_FREE", "Reply"]
+           "ask_until_read", "call", "CONTENT_FREE", "Reply", "CONTINUATION_DEPTH", "continue_read", "read_on"]

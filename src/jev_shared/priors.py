@@ -13,13 +13,15 @@ from typing import Any
 
 from .asking import Ask, call
 from .calls import Flow
-from .exact import is_exact
+from .exact import is_exact, still_exact
 from .labels import AmbiguousNamesError, LabelStyle
 from .methods import request_fields
 from .models import debias_strength
 from .prompt import render, symbols_of
 from .questions import Prepared, example_key
-from .readout import PRIOR_FLOOR, divide_prior, read_labels, softmax_labels
+from .readon import continue_read
+from .readout import PRIOR_FLOOR, divide_prior, read_labels, softmax_labels, split_shared
+from .registry import SURFACES
 
 #: debias=True asks each prompt about these states once (Zhao et al. 2021, "Calibrate Before Use").
 CONTENT_FREE = ("N/A", "", "[MASK]")
@@ -102,13 +104,18 @@ def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kin
                      asks: list[tuple[Prepared, Any]]) -> Flow[list[list[float]]]:
     """One label distribution per (question, state) asked: the priors' raw material, kept in memory
     by the prompt they correct (with the state left out) and the readout that read them (the exact one or
-    the top-k window: a prior measured through one is not the other's lean), so each is asked once."""
+    the top-k window: a prior measured through one is not the other's lean), so each is asked once.
+
+    Each is read as the answers are: a prefix several names share is read on (``alarm`` → ``_query``,
+    ``_set``), and on an exact read a name of a shared token that does not lead gets its share of it. Read
+    with the shared names floored, the prior called the model's strongest lean (the first option's
+    prefix) its weakest, and dividing by it crowned that prefix's names (issue 32)."""
     opts = ask.options
     symbols = symbols_of(ask.prep, style.fmt)
     prompt = render(ask.prep, CONTENT_FREE[0], layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
     readout = "exact" if is_exact(*request_fields(method, ask.prep, opts.method_config, symbols)) else \
         f"top{opts.top_logprobs}"
-    key = (ask.model, surface, method, kind, readout, json.dumps(prompt, sort_keys=True))
+    key = (ask.model, surface, method, kind, readout + READ_ON_TAG, json.dumps(prompt, sort_keys=True))
     known = ask.memory.prior_for(key, (len(asks), len(symbols)))
     if known is not None:
         return known
@@ -116,12 +123,25 @@ def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kin
     for prep, state in asks:
         messages = render(prep, state, layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
         fields, extra = request_fields(method, prep, opts.method_config, symbols)
+        exact = still_exact(is_exact(fields, extra), ask.memory.refused_on((ask.model, surface)))
         ask.record.prior_calls += 1
         parsed = yield from call(ask, surface, messages, fields, extra)
         try:
             rows.append(read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",
-                                    method=method, fold=style.fold).probs)
-        except AmbiguousNamesError as exc:  # a prior needs no continuation: the names it told apart
-            rows.append(softmax_labels(symbols, exc.best, exc.returned, "floor", exc.token, method).probs)
+                                    method=method, fold=style.fold, split=exact).probs)
+        except AmbiguousNamesError as exc:
+            if style.named_choice and SURFACES[surface].prefill:
+                calls = ask.record.usage.n_calls
+                ro = yield from continue_read(ask, surface, messages, fields, extra, symbols, exc, note=False)
+                ask.record.prior_calls += ask.record.usage.n_calls - calls
+                rows.append(ro.probs)
+            else:  # no read-on here: the names of the shared token get its even share
+                best = split_shared(symbols, exc.best, exc.shared)
+                rows.append(softmax_labels(symbols, best, exc.returned, "floor", exc.token, method).probs)
     ask.memory.store_prior(key, rows)
     return rows
+
+
+#: In the prior's memory key: rows read the way the answers are (a shared prefix read on), not the rows an
+#: earlier version kept with those names floored.
+READ_ON_TAG = "+read-on"
