@@ -11,9 +11,7 @@ blended with the retrieval order by ``retrieval_weight`` (:mod:`.rerank_modes`).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
@@ -23,12 +21,11 @@ from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRan
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from jev_shared import (
     AsyncSystemOneClient,
     Choice,
-    ChoiceAnswer,
     ClientCapabilityError,
     ClientPair,
     JevError,
@@ -36,13 +33,13 @@ from jev_shared import (
     Score,
     SystemOneClient,
     SystemOneResponse,
-    answer_confidence,
 )
 
 from ._checks import int_at_least, unit_interval
 from ._clients import client_pair, resolve_clients
-from .postprocessor import aask_each, ask_each, relevance
-from .rerank_modes import MAX_LIST_SIZE, batches, blend, list_question, list_relevances
+from .postprocessor import aask_each, ask_each
+from .rerank_modes import MAX_LIST_SIZE, aask_lists, ask_lists, batches, list_question
+from .rerank_nodes import RERANK_METADATA_KEYS, in_retrieval_order, node_state, ranked, readings
 
 __all__ = ["JevRerank", "DEFAULT_RERANK_SCORE_TMPL", "DEFAULT_RERANK_NOUL_TMPL", "DEFAULT_RERANK_LIST_TMPL",
            "DEFAULT_RELEVANCE_LEVELS", "DEFAULT_RETRIEVAL_WEIGHT", "RERANK_METADATA_KEYS"]
@@ -64,9 +61,6 @@ DEFAULT_RELEVANCE_LEVELS = (
     "it partly answers the question",
     "it answers the question",
 )
-#: What JevRerank writes into each returned node's metadata (kept out of the LLM's and the embedder's text).
-RERANK_METADATA_KEYS = ("retrieval_score", "retrieval_rank", "jev_relevance", "jev_confidence",
-                        "jev_low_confidence", "jev_rerank_error")
 _TEMPLATES = {"list": DEFAULT_RERANK_LIST_TMPL, "score": DEFAULT_RERANK_SCORE_TMPL, "noul": DEFAULT_RERANK_NOUL_TMPL}
 QUESTION_ID = "relevance"
 
@@ -199,7 +193,7 @@ class JevRerank(BaseNodePostprocessor):
     def list_calls(self, nodes: list[NodeWithScore], query_str: str) -> list[tuple[range, dict[str, Choice]]]:
         """``list``: per batch of nodes, its indices and the one question over them (asked of the query)."""
         instructions = PromptTemplate(self.prompt).format(query_str=query_str)
-        return [(b, {QUESTION_ID: list_question(instructions, [_state(nodes[i]) for i in b])})
+        return [(b, {QUESTION_ID: list_question(instructions, [node_state(nodes[i]) for i in b])})
                 for b in batches(len(nodes), self.list_size)]
 
     def _start(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> QueryBundle:
@@ -213,56 +207,30 @@ class JevRerank(BaseNodePostprocessor):
         return {EventPayload.NODES: nodes, EventPayload.MODEL_NAME: self._pair.model,
                 EventPayload.QUERY_STR: query.query_str, EventPayload.TOP_K: self.top_n}
 
-    def _readings(self, nodes: list[NodeWithScore], resps: list[SystemOneResponse]) -> list[tuple[float, float]]:
-        """(relevance, confidence) per node: its own answer, or its share of its batch's list answer."""
-        if self.mode != "list":
-            return [(relevance(r.answers[QUESTION_ID]), answer_confidence(r.answers[QUESTION_ID])) for r in resps]
-        out: list[tuple[float, float]] = []
-        for b, resp in zip(batches(len(nodes), self.list_size), resps):
-            answer = resp.answers[QUESTION_ID]
-            assert isinstance(answer, ChoiceAnswer)
-            out += [(p, answer.confidence) for p in list_relevances(answer, len(b))]
-        return out
-
     def _ranked(self, nodes: list[NodeWithScore], resps: list[SystemOneResponse]) -> list[NodeWithScore]:
         """Copies of the nodes, highest sort key first (ties keep retrieval order), cut at ``top_n``."""
-        judged = []
-        for rank, (n, (p, conf)) in enumerate(zip(nodes, self._readings(nodes, resps))):
-            extra: dict[str, Any] = {"jev_relevance": p, "jev_confidence": conf}
-            if self.min_confidence is not None:
-                extra["jev_low_confidence"] = conf < self.min_confidence
-            judged.append(_copy(n, rank, blend(p, rank, len(nodes), self.retrieval_weight), extra))
-        judged.sort(key=lambda n: -(n.score or 0.0))
-        return judged[: self.top_n]
+        read = readings(self.mode, nodes, resps, self.list_size, QUESTION_ID)
+        return ranked(nodes, read, self.top_n, self.retrieval_weight, self.min_confidence)
 
     def _ask(self, nodes: list[NodeWithScore], query_str: str) -> list[SystemOneResponse]:
         if self.mode != "list":
-            return ask_each(self._pair, [_state(n) for n in nodes], {QUESTION_ID: self.question(query_str)},
+            return ask_each(self._pair, [node_state(n) for n in nodes], {QUESTION_ID: self.question(query_str)},
                             self.max_concurrency)
-        calls = self.list_calls(nodes, query_str)
-        workers = min(len(calls), self.max_concurrency or self._pair.max_concurrency) or 1
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jev-rerank") as pool:
-            return list(pool.map(lambda c: self._pair.ask(query_str, c[1], labels="letters"), calls))
+        return ask_lists(self._pair, query_str, [q for _, q in self.list_calls(nodes, query_str)], self.max_concurrency)
 
     async def _aask(self, nodes: list[NodeWithScore], query_str: str) -> list[SystemOneResponse]:
         if self.mode != "list":
-            return await aask_each(self._pair, [_state(n) for n in nodes], {QUESTION_ID: self.question(query_str)},
+            return await aask_each(self._pair, [node_state(n) for n in nodes], {QUESTION_ID: self.question(query_str)},
                                    self.max_concurrency)
-        sem = asyncio.Semaphore(self.max_concurrency or self._pair.max_concurrency)
-
-        async def one(questions: dict[str, Choice]) -> SystemOneResponse:
-            async with sem:
-                return await self._pair.aask(query_str, questions, labels="letters")
-
-        return list(await asyncio.gather(*(one(q) for _, q in self.list_calls(nodes, query_str))))
+        questions = [q for _, q in self.list_calls(nodes, query_str)]
+        return await aask_lists(self._pair, query_str, questions, self.max_concurrency)
 
     def _fallback(self, nodes: list[NodeWithScore], exc: JevError) -> list[NodeWithScore]:
         """Retrieval order, ``nodes[:top_n]``, each saying why; ``on_error="raise"`` (or misuse) raises."""
         if self.on_error == "raise" or isinstance(exc, ClientCapabilityError):
             raise exc
         logger.warning("JevRerank fell back to retrieval order: %s: %s", type(exc).__name__, exc)
-        error = f"{type(exc).__name__}: {exc}"
-        return [_copy(n, rank, n.score, {"jev_rerank_error": error}) for rank, n in enumerate(nodes[: self.top_n])]
+        return in_retrieval_order(nodes[: self.top_n], f"{type(exc).__name__}: {exc}")
 
     # -- the thin sync and async shells ------------------------------------------------------------
 
@@ -289,20 +257,4 @@ class JevRerank(BaseNodePostprocessor):
             event.on_end(payload={EventPayload.NODES: out})
         dispatcher.event(ReRankEndEvent(nodes=out))
         return out
-
-
-def _state(n: NodeWithScore) -> str:
-    """What the model reads of a node: its text with the metadata meant for an LLM (ours excluded)."""
-    return n.node.get_content(metadata_mode=MetadataMode.LLM)
-
-
-def _copy(n: NodeWithScore, rank: int, score: float | None, extra: dict[str, Any]) -> NodeWithScore:
-    """A copy of the node (the docstore's stays as it was) with the retrieval facts and ``extra`` in metadata."""
-    node = n.node.model_copy()
-    node.metadata = {**n.node.metadata, "retrieval_score": n.score, "retrieval_rank": rank, **extra}
-    hidden = [k for k in RERANK_METADATA_KEYS if k not in n.node.excluded_llm_metadata_keys]
-    node.excluded_llm_metadata_keys = [*n.node.excluded_llm_metadata_keys, *hidden]
-    node.excluded_embed_metadata_keys = [*n.node.excluded_embed_metadata_keys,
-                                         *(k for k in RERANK_METADATA_KEYS if k not in n.node.excluded_embed_metadata_keys)]
-    return NodeWithScore(node=node, score=score)
 

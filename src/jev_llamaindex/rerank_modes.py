@@ -15,7 +15,10 @@ for BM25, cosine similarity or a retriever that gives no score.
 
 from __future__ import annotations
 
-from jev_shared import Choice, ChoiceAnswer
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+from jev_shared import Choice, ChoiceAnswer, ClientPair, SystemOneResponse
 
 #: Most nodes in one list question: the letters A..Z, one token each.
 MAX_LIST_SIZE = 26
@@ -37,6 +40,26 @@ def list_question(instructions: str, texts: list[str]) -> Choice:
     """One question over ``texts`` (one line each: a line break would read as the next option)."""
     return Choice(instructions=instructions, criteria={option_key(i): " ".join(t.split()) or "(empty)"
                                                        for i, t in enumerate(texts)})
+
+
+def ask_lists(pair: ClientPair, query_str: str, questions: list[dict[str, Choice]],
+              limit: int | None = None) -> list[SystemOneResponse]:
+    """Each batch's list question about the query (its state), on up to ``limit`` (else the client's) threads."""
+    workers = min(len(questions), limit or pair.max_concurrency) or 1
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jev-rerank") as pool:
+        return list(pool.map(lambda q: pair.ask(query_str, q, labels="letters"), questions))
+
+
+async def aask_lists(pair: ClientPair, query_str: str, questions: list[dict[str, Choice]],
+                     limit: int | None = None) -> list[SystemOneResponse]:
+    """:func:`ask_lists` as concurrent tasks, up to ``limit`` (else the client's ``max_concurrency``) at once."""
+    sem = asyncio.Semaphore(limit or pair.max_concurrency)
+
+    async def one(q: dict[str, Choice]) -> SystemOneResponse:
+        async with sem:
+            return await pair.aask(query_str, q, labels="letters")
+
+    return list(await asyncio.gather(*(one(q) for q in questions)))
 
 
 def list_relevances(answer: ChoiceAnswer, n: int) -> list[float]:
