@@ -210,3 +210,64 @@ def test_recorded_gate_keeps_its_error_and_reports_its_ask_rate():
                 gaps.append(ask - band.ask_rate)
             assert mean(errors) <= 0.07, (model, name, mean(errors))
             assert abs(mean(gaps)) <= 0.03, (model, name, mean(gaps))
+
+
+# -- the boundary: conservative by up to 1/(n+1), or randomized to the target exactly ------------------------
+
+
+def _expected_coverage(n: int, coverage: float, randomized: bool, trials: int = 4000) -> float:
+    """Mean coverage of sets fitted on ``n`` answers drawn from one pool, judged on the whole pool (exact
+    for each fit: the share of the pool's true-option probabilities at or above the fitted threshold)."""
+    import bisect
+
+    answers, truths = synthetic(4000, k=3, seed=11)
+    truth_p = sorted(a[t] for a, t in zip(answers, truths))
+    rng = random.Random(12)
+    got = []
+    for trial in range(trials):
+        idx = [rng.randrange(len(answers)) for _ in range(n)]
+        sets = DecisionSets.fit([answers[i] for i in idx], [truths[i] for i in idx], coverage,
+                                randomized=randomized, seed=trial)
+        got.append(1 - bisect.bisect_left(truth_p, sets.threshold("0") - 1e-12) / len(truth_p))
+    return mean(got)
+
+
+@pytest.mark.parametrize("n, coverage, conservative", [(10, 0.95, 1.0), (10, 0.8, 9 / 11), (15, 0.9, 15 / 16)])
+def test_a_randomized_boundary_covers_the_target_exactly(n, coverage, conservative):
+    assert _expected_coverage(n, coverage, False) == pytest.approx(conservative, abs=0.006)  # k/(n+1), above
+    assert _expected_coverage(n, coverage, True) == pytest.approx(coverage, abs=0.006)
+
+
+def test_the_randomized_quantile_draws_between_two_order_statistics():
+    scores = [i / 10 for i in range(1, 11)]  # n = 10; 0.8: (n+1)·0.8 = 8.8, the 9th w.p. 0.8, else the 8th
+    assert conformal_quantile(scores, 0.8, u=0.79) == pytest.approx(0.9)
+    assert conformal_quantile(scores, 0.8, u=0.81) == pytest.approx(0.8)
+    assert conformal_quantile(scores, 0.95, u=0.44) == float("inf")  # 10.45: the 11th (every option) w.p. 0.45
+    assert conformal_quantile(scores, 0.95, u=0.46) == pytest.approx(1.0)
+    assert conformal_quantile(scores[:1], 0.3, u=0.7) == float("-inf")  # 0.6: the 0th w.p. 0.4, an empty set
+
+
+def test_a_randomized_fit_is_repeatable_with_a_seed_and_saved_as_such(tmp_path):
+    answers, truths = synthetic(200)
+    a = DecisionSets.fit(answers, truths, 0.9, randomized=True, seed="split-1")
+    assert a.thresholds == DecisionSets.fit(answers, truths, 0.9, randomized=True, seed="split-1").thresholds
+    a.save(tmp_path / "c.json")
+    back = DecisionSets.load(tmp_path / "c.json")
+    assert back.randomized and back.thresholds == a.thresholds and "randomized" in repr(back)
+    assert not DecisionSets.fit(answers, truths, 0.9).randomized
+
+
+@pytest.mark.parametrize("randomized", [False, True])
+def test_recorded_coverage_judged_both_ways_over_twenty_splits(randomized):
+    """The bench's "both ways" columns: each half judged by a fit on the other, 20 splits, every row."""
+    for model, per in recorded().items():
+        for name, s in per.items():
+            rows = s["rows"]
+            for coverage in (0.8, 0.9, 0.95):
+                got = []
+                for k, (a, b) in enumerate(halves(len(rows), f"{model}/{name}")):
+                    for d, (fit, judge) in enumerate(((a, b), (b, a))):
+                        sets = DecisionSets.fit([rows[i][0] for i in fit], [rows[i][1] for i in fit], coverage,
+                                                randomized=randomized, seed=f"{model}/{name}/{coverage}/{k}/{d}")
+                        got.append(sets.evaluate([rows[i][0] for i in judge], [rows[i][1] for i in judge]).coverage)
+                assert abs(mean(got) - coverage) <= 0.02, (model, name, coverage, mean(got))

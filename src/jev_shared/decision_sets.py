@@ -20,12 +20,18 @@ probability; APS adapts better to hard items but needs randomisation for exact c
 it over-covers, with larger sets). ``class_conditional=True`` fits one threshold per true option
 (Mondrian conformal): coverage then holds for each option's items, at the cost of larger sets where
 an option has few labelled answers (an option with too few gets threshold 0: always in the set).
+
+The quantile is conservative: its sets cover with probability ``ceil((n+1)·coverage)/(n+1)``, up to
+``1/(n+1)`` above the target (0.9 asked of 10 answers: every option, coverage 1). ``randomized=True``
+draws the boundary between that order statistic and the one below it, so coverage averages the target
+exactly (Vovk's smoothed conformal, drawn once per fit: the sets stay a fixed function of the answer).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,11 +68,23 @@ def truth_key(truth: Truth) -> str:
     return str(truth)
 
 
-def conformal_quantile(scores: Sequence[float], coverage: float) -> float:
-    """The split conformal quantile: the ``ceil((n+1)·coverage)``-th smallest score (inf when that exceeds n)."""
+def conformal_quantile(scores: Sequence[float], coverage: float, u: float | None = None) -> float:
+    """The split conformal quantile: the ``k = ceil((n+1)·coverage)``-th smallest score (inf when ``k > n``).
+
+    Its set covers with probability ``k/(n+1)``: at least ``coverage``, and up to ``1/(n+1)`` more. With
+    ``u`` (a uniform draw in [0, 1), independent of the scores) the boundary is randomized: the ``k``-th
+    smallest with probability ``(n+1)·coverage - (k-1)``, else the ``(k-1)``-th (-inf when that is the 0th:
+    an empty set), so the coverage, averaged over ``u`` and the labelled draw, is ``coverage`` exactly
+    (for scores without ties; ties at the boundary still count in the set, so it stays at least ``coverage``).
+    """
     n = len(scores)
-    k = math.ceil((n + 1) * coverage - 1e-9)
-    return math.inf if k > n or n == 0 else sorted(scores)[k - 1]
+    target = (n + 1) * coverage
+    k = math.ceil(target - 1e-9)
+    if u is not None and u >= target - (k - 1):
+        k -= 1
+    if k > n or n == 0:
+        return math.inf
+    return -math.inf if k < 1 else sorted(scores)[k - 1]
 
 
 @dataclass(frozen=True)
@@ -86,7 +104,8 @@ class DecisionSets:
     """Split conformal prediction sets for one question: ``of(answer)``, ``abstains(answer)``, ``coverage``."""
 
     def __init__(self, thresholds: Mapping[str, float], *, coverage: float, n: int,
-                 class_conditional: bool = False, options: Sequence[str] = (), score: str = "lac") -> None:
+                 class_conditional: bool = False, options: Sequence[str] = (), score: str = "lac",
+                 randomized: bool = False) -> None:
         if score != "lac":
             raise ValueError(f"score: only 'lac' is supported, got {score!r}")
         self.thresholds = dict(thresholds)
@@ -95,11 +114,20 @@ class DecisionSets:
         self.class_conditional = class_conditional
         self.options = list(options)
         self.score = score
+        #: The boundary was drawn at random (``fit(randomized=True)``): coverage ``coverage`` on average, exactly.
+        self.randomized = randomized
 
     @classmethod
     def fit(cls, answers: Sequence[Answer | Probabilities], truths: Sequence[Truth], coverage: float = 0.9,
-            class_conditional: bool = False) -> DecisionSets:
-        """Fit on labelled answers of one question (held out from any other fit on them)."""
+            class_conditional: bool = False, randomized: bool = False,
+            seed: int | str | None = None) -> DecisionSets:
+        """Fit on labelled answers of one question (held out from any other fit on them).
+
+        ``randomized=True`` draws the boundary (:func:`conformal_quantile`'s ``u``, one draw per threshold)
+        so that coverage averages ``coverage`` exactly instead of up to ``1/(n+1)`` above it; the sets stay
+        a fixed function of the answer once fitted. ``seed`` makes the draw repeatable (for benches and
+        tests: the guarantee needs the draw independent of the answers, so never derive it from them).
+        """
         if not 0.0 < coverage < 1.0:
             raise ValueError(f"coverage: must be strictly between 0 and 1, got {coverage!r}")
         if len(answers) != len(truths):
@@ -113,10 +141,13 @@ class DecisionSets:
             if k not in d:
                 raise ValueError(f"truth {k!r} of answer {i} is not one of its options {list(d)}")
         scores = [1.0 - d[k] for d, k in zip(dists, keys)]
+        rng = random.Random(seed) if randomized else None
         if not class_conditional:
-            return cls({"*": _threshold(scores, coverage)}, coverage=coverage, n=len(scores), options=options)
-        per = {o: _threshold([s for s, k in zip(scores, keys) if k == o], coverage) for o in options}
-        return cls(per, coverage=coverage, n=len(scores), class_conditional=True, options=options)
+            return cls({"*": _threshold(scores, coverage, rng)}, coverage=coverage, n=len(scores), options=options,
+                       randomized=randomized)
+        per = {o: _threshold([s for s, k in zip(scores, keys) if k == o], coverage, rng) for o in options}
+        return cls(per, coverage=coverage, n=len(scores), class_conditional=True, options=options,
+                   randomized=randomized)
 
     def threshold(self, option: str) -> float:
         """The probability ``option`` needs to enter a set."""
@@ -151,15 +182,28 @@ class DecisionSets:
     def to_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "score": self.score, "coverage": self.coverage, "n": self.n,
                 "class_conditional": self.class_conditional, "options": self.options,
-                "thresholds": self.thresholds}
+                "thresholds": self.thresholds, "randomized": self.randomized}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DecisionSets:
-        if d.get("format") != FORMAT:
-            raise ValueError(f"not decision sets (format {d.get('format')!r}, expected {FORMAT!r})")
-        return cls({str(k): float(v) for k, v in d["thresholds"].items()}, coverage=float(d["coverage"]),
-                   n=int(d["n"]), class_conditional=bool(d.get("class_conditional")),
-                   options=[str(o) for o in d.get("options", [])], score=str(d.get("score", "lac")))
+        """Sets as :meth:`to_dict` wrote them; anything else (a threshold outside 0..1, a coverage outside
+        (0, 1), a missing field) is a ValueError saying what."""
+        if not isinstance(d, Mapping) or d.get("format") != FORMAT:
+            got = d.get("format") if isinstance(d, Mapping) else type(d).__name__
+            raise ValueError(f"not decision sets (format {got!r}, expected {FORMAT!r})")
+        try:
+            thresholds = {str(k): _number(v, "a threshold", 0.0, 1.0) for k, v in d["thresholds"].items()}
+            sets = cls(thresholds, coverage=_number(d["coverage"], "coverage", 0.0, 1.0, open_=True),
+                       n=int(d["n"]), class_conditional=bool(d.get("class_conditional")),
+                       options=[str(o) for o in d.get("options", [])], score=str(d.get("score", "lac")),
+                       randomized=bool(d.get("randomized")))
+        except KeyError as exc:
+            raise ValueError(f"decision sets without {exc.args[0]!r}") from None
+        except (TypeError, AttributeError) as exc:
+            raise ValueError(f"decision sets malformed ({exc})") from None
+        if not sets.thresholds:
+            raise ValueError("decision sets without a threshold")
+        return sets
 
     def save(self, path: str | Path) -> None:
         """Into the calibration file at ``path`` (its ``decision_sets`` key; other keys kept), or a new file."""
@@ -186,18 +230,31 @@ class DecisionSets:
     @classmethod
     def load_all(cls, path: str | Path) -> dict[str, DecisionSets]:
         """Every decision set in the file, by question id ("*" for sets saved alone): a client's ``sets=``."""
-        data = json.loads(read_text(path))
+        try:
+            return cls.all_from_dict(json.loads(read_text(path)))
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+
+    @classmethod
+    def all_from_dict(cls, data: Any) -> dict[str, DecisionSets]:
+        """:meth:`load_all` of a calibration file already parsed (a ValueError when it holds no sets)."""
         entry = data.get(KEY, data) if isinstance(data, dict) else None
         if not isinstance(entry, dict):
-            raise ValueError(f"{path}: no decision sets in it")
+            raise ValueError("no decision sets in it")
         if "format" in entry:
             return {"*": cls.from_dict(entry)}
         if not entry or not all(isinstance(v, dict) for v in entry.values()):
-            raise ValueError(f"{path}: no decision sets in it")
+            raise ValueError("no decision sets in it")
         return {str(q): cls.from_dict(v) for q, v in entry.items()}
 
+    def applies_to(self, answer: Answer | Probabilities) -> bool:
+        """True when the answer has the options these sets were fitted on (any answer, for sets saved
+        without their options): a set fitted on another question's options means nothing here."""
+        return not self.options or set(distribution(answer)) == set(self.options)
+
     def __repr__(self) -> str:
-        kind = "class-conditional" if self.class_conditional else "marginal"
+        kind = ("class-conditional" if self.class_conditional else "marginal") + (", randomized" if self.randomized
+                                                                                 else "")
         return f"DecisionSets(coverage={self.coverage}, n={self.n}, {kind}, thresholds={self.thresholds})"
 
 
@@ -210,9 +267,21 @@ def _write(path: str | Path, entry: dict[str, Any]) -> None:
     p.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def _threshold(scores: Sequence[float], coverage: float) -> float:
-    """The probability an option needs: ``1 - q`` (0 when there are too few scores for ``coverage``)."""
-    return max(0.0, 1.0 - conformal_quantile(scores, coverage))
+def _number(value: Any, what: str, low: float, high: float, open_: bool = False) -> float:
+    """``value`` as a finite float in ``[low, high]`` (``(low, high)`` when ``open_``), else a ValueError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{what} must be a number, got {value!r}")
+    x = float(value)
+    inside = low < x < high if open_ else low <= x <= high
+    if not math.isfinite(x) or not inside:
+        raise ValueError(f"{what} must be {'strictly ' if open_ else ''}between {low:g} and {high:g}, got {value!r}")
+    return x
+
+
+def _threshold(scores: Sequence[float], coverage: float, rng: random.Random | None = None) -> float:
+    """The probability an option needs: ``1 - q`` (0 when there are too few scores for ``coverage``; 1 for
+    a randomized boundary drawn below the smallest score)."""
+    return min(1.0, max(0.0, 1.0 - conformal_quantile(scores, coverage, None if rng is None else rng.random())))
 
 
 def attach_sets(answers: Mapping[str, Answer], sets: DecisionSets | Mapping[str, DecisionSets]) -> dict[str, Answer]:

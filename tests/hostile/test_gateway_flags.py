@@ -28,6 +28,7 @@ SERVE: dict[str, list[str]] = {
     "--body-timeout": ["0", INF], "--keep-alive-timeout": [NAN, "-1"], "--timeout": ["-5", NAN, INF],
     "--layout": ["sideways"], "--max-concurrency": ["0"], "--max-retries": ["-1", NAN],
     "--method": ["guess"], "--warm": ["", "{missing}", "{not_json}"],
+    "--calibration": ["", "{missing}", "{not_json}", "{directory}", "{bad_sets}", "{bad_temperature}"],
     "--workers": ["0", "-2"], "--log-level": ["loud"],
 }
 DECIDE: dict[str, list[str]] = {
@@ -70,11 +71,19 @@ def nothing_starts(monkeypatch):
     monkeypatch.setattr(uvicorn.Server, "run", started)
 
 
+#: Calibration files (``--calibration``) that parse but are not one: a set's threshold above 1, a temperature below 0.
+BAD_FILES = {"bad_sets": {"decision_sets": {"format": "jev-decision-sets/1", "coverage": 0.9, "n": 10,
+                                            "thresholds": {"*": 1.5}}},
+             "bad_temperature": {"format": "jev-calibration/1", "temperatures": {"*": -1.0}}}
+
+
 def _fill(value: str, tmp_path) -> str:
     (tmp_path / "not_json.json").write_text("{not json")
     (tmp_path / "dir").mkdir(exist_ok=True)
+    for name, body in BAD_FILES.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(body))
     return value.format(missing=tmp_path / "missing.json", not_json=tmp_path / "not_json.json",
-                        directory=tmp_path / "dir")
+                        directory=tmp_path / "dir", **{n: tmp_path / f"{n}.json" for n in BAD_FILES})
 
 
 def _base(command: str, flag: str, tmp_path) -> list[str]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from jev_shared import Options
 from jev_shared.gateway.config import GatewayConfig, is_loopback, load_keys
+from jev_shared.gateway.sets import Calibration, load_calibration
 
 from .backends import MissingExtra, add_backend_args, backends, read_questions
 from .checks import count, host, port, positive_int, seconds, text
@@ -53,6 +54,9 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--warm", metavar="QUESTIONS", type=text,
                    help="questions (a JSON file or object) to prepare at start-up: every one-time cost paid before "
                         "/healthz says ready")
+    p.add_argument("--calibration", metavar="FILE", type=text,
+                   help="the file jev calibrate writes: its calibration replaces the shipped one, and its decision "
+                        "sets put decision_set and abstains on the answers they apply to (docs/decisions.md)")
     p.add_argument("--workers", type=positive_int, default=1,
                    help="gateway processes on one socket (gunicorn's UvicornWorker, POSIX); memory file shared, "
                         "metrics and limits per worker")
@@ -60,7 +64,8 @@ def add_serve(sub: Any) -> None:
                    help="the gateway's log level")
 
 
-def _config(args: argparse.Namespace, keys: frozenset[str], warm: Any, stack: ExitStack) -> GatewayConfig:
+def _config(args: argparse.Namespace, keys: frozenset[str], warm: Any, stack: ExitStack,
+            calibration: Calibration | None = None) -> GatewayConfig:
     return GatewayConfig(
         backends=backends(args, stack, "serve"), api_keys=keys, max_body_bytes=args.max_body_bytes,
         max_questions=args.max_questions, max_in_flight=args.max_in_flight,
@@ -68,7 +73,7 @@ def _config(args: argparse.Namespace, keys: frozenset[str], warm: Any, stack: Ex
         body_timeout_s=args.body_timeout, keep_alive_s=args.keep_alive_timeout,
         allowed_hosts=frozenset(args.allowed_host), default_timeout_s=args.timeout, layout=args.layout,
         max_concurrency=args.max_concurrency, max_retries=args.max_retries, method=args.method,
-        cache=not args.no_cache, warm=warm)
+        cache=not args.no_cache, warm=warm, calibration=calibration)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -81,6 +86,11 @@ def run_serve(args: argparse.Namespace) -> int:
         warm = read_questions(args.warm) if args.warm else None
     except (OSError, ValueError) as exc:
         print(f"jev serve: --warm: {exc}", file=sys.stderr)
+        return 2
+    try:
+        calibration = load_calibration(args.calibration) if args.calibration else None
+    except (OSError, ValueError) as exc:
+        print(f"jev serve: --calibration: {exc}", file=sys.stderr)
         return 2
     if not keys and not is_loopback(args.host):
         print(f"jev serve: refusing to serve {args.host} without API keys; set JEV_API_KEYS or --api-key-file "
@@ -96,7 +106,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise MissingExtra("serve", exc.name or "a gateway dependency", "serve") from None
 
     with ExitStack() as stack:
-        config = _config(args, keys, warm, stack)
+        config = _config(args, keys, warm, stack, calibration)
         configure_logging(args.log_level)
         if not keys:
             print(f"jev serve: no API keys configured: serving loopback only ({args.host}), without authentication",

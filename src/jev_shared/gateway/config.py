@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..files import read_text
+from .sets import Calibration
 
 #: Hosts that count as loopback for "no keys, loopback only".
 LOOPBACK_NAMES = ("localhost",)
@@ -85,6 +86,9 @@ class GatewayConfig:
     cache: bool = True
     #: Questions to prepare at start-up (``--warm``): ``/healthz`` says ready once they are.
     warm: dict[str, Any] | None = None
+    #: ``--calibration FILE`` (:func:`.sets.load_calibration`): its calibration replaces the shipped one, and
+    #: its decision sets put ``decision_set`` and ``abstains`` on the answers they apply to. None: neither.
+    calibration: Calibration | None = None
 
     @property
     def auth_required(self) -> bool:

@@ -33,6 +33,7 @@ from .errors import ApiError, api_error, from_exception
 from .routes import _ERRORS, json_response
 from .schema import SystemOneRequest
 from .service import Gateway
+from .sets import Calibration
 
 PATH = "/v1/decisions"
 #: Text parts the gateway reads (images are refused by name: the engine reads text).
@@ -97,10 +98,17 @@ class DecisionsRequest(BaseModel):
     safety_identifier: str | None = None
 
 
+_SET = ("the options in the answer's decision set, most probable first: only where `jev serve --calibration` has "
+        "decision sets for this question (docs/decisions.md)")
+_ABSTAINS = "the set is not one option (several, or none): do not decide alone; only beside decision_set"
+
+
 class PredicateAnswer(BaseModel):
     type: Literal["predicate"]
     name: str | None
     probability: float
+    decision_set: list[bool] | None = Field(None, description=_SET)
+    abstains: bool | None = Field(None, description=_ABSTAINS)
 
 
 class ValueProbability(BaseModel):
@@ -114,6 +122,8 @@ class ChoiceAnswerOut(BaseModel):
     choice: StrictStr | StrictBool
     confidence: float
     probabilities: list[ValueProbability]
+    decision_set: list[StrictStr | StrictBool] | None = Field(None, description=_SET)
+    abstains: bool | None = Field(None, description=_ABSTAINS)
 
 
 class LevelProbability(BaseModel):
@@ -128,6 +138,8 @@ class ScoreAnswerOut(BaseModel):
     score: float
     confidence: float
     probabilities: list[LevelProbability]
+    decision_set: list[int] | None = Field(None, description=_SET + " (level values)")
+    abstains: bool | None = Field(None, description=_ABSTAINS)
 
 
 class RefusalAnswer(BaseModel):
@@ -255,26 +267,40 @@ def _answer(asked: _Asked, ans: Any) -> dict[str, Any]:
                               for n, label in enumerate(asked.values)]}
 
 
-def reply(model: str, asked: list[_Asked], answers: list[Any], responses: list[SystemOneResponse]) -> dict[str, Any]:
+def _with_set(out: dict[str, Any], asked: _Asked, ans: Any, index: int, cal: Calibration | None) -> dict[str, Any]:
+    """The answer with its ``decision_set`` (typed: choice values, booleans, level values) and ``abstains``,
+    where ``--calibration`` has sets for the question (by ``name``, then index, then ``"*"``)."""
+    wired = cal.wire(ans, asked.name, str(index)) if cal is not None and ans is not None else None
+    if wired is None:
+        return out
+    by_key: dict[str, Any] = {_key(v): v for v in asked.values} if asked.kind == "choice" else (
+        {"true": True, "false": False} if asked.kind == "noul" else {str(n): n for n in range(len(asked.values))})
+    return {**out, "decision_set": [by_key[k] for k in wired["decision_set"]], "abstains": wired["abstains"]}
+
+
+def reply(model: str, asked: list[_Asked], answers: list[Any], responses: list[SystemOneResponse],
+          cal: Calibration | None = None) -> dict[str, Any]:
     """The Decisions body: each answer (None: refused) mapped back, and the usage of every engine call."""
     tokens_in = sum(r.usage.input_tokens or 0 for r in responses)
     tokens_out = sum(r.usage.output_tokens or 0 for r in responses)
     usage = {"input_tokens": tokens_in, "input_tokens_details": {"cache_write_tokens": 0, "cached_tokens": 0},
              "output_tokens": tokens_out, "output_tokens_details": {"reasoning_tokens": 0},
              "total_tokens": tokens_in + tokens_out}
-    out = [{"type": "refusal", "name": a.name} if ans is None else _answer(a, ans) for a, ans in zip(asked, answers)]
+    out = [{"type": "refusal", "name": a.name} if ans is None else _with_set(_answer(a, ans), a, ans, i, cal)
+           for i, (a, ans) in enumerate(zip(asked, answers))]
     return {"answers": out, "model": model, "usage": usage}
 
 
 async def decide(gw: Gateway, req: DecisionsRequest, key: str | None, noted: dict[str, Any]) -> dict[str, Any]:
     """Every question in one engine call; when the model refuses one, each is asked alone to find which."""
     sysone, asked = to_systemone(req)
+    cal = gw.config.calibration
     try:
         resp = await gw.respond(sysone, key, noted)
-        return reply(req.model, asked, list(resp.answers.values()), [resp])
+        return reply(req.model, asked, list(resp.answers.values()), [resp], cal)
     except ModelRefusalError:
         if len(asked) == 1:
-            return reply(req.model, asked, [None], [])
+            return reply(req.model, asked, [None], [], cal)
     answers: list[Any] = []
     responses: list[SystemOneResponse] = []
     for qid, question in sysone.questions.items():
@@ -285,7 +311,7 @@ async def decide(gw: Gateway, req: DecisionsRequest, key: str | None, noted: dic
         except ModelRefusalError:
             answers.append(None)
     noted["n_questions"] = len(asked)
-    return reply(req.model, asked, answers, responses)
+    return reply(req.model, asked, answers, responses, cal)
 
 
 #: Union tags pydantic puts in an error's location (``questions.0.choice.choices``): not fields.

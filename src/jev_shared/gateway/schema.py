@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
 from jev_shared import Choice, ChoiceAnswer, Noul, NoulAnswer, Score, ScoreAnswer, Usage
 
@@ -84,7 +84,26 @@ class SystemOneRequest(RequestOptions, BackendOptions):
     backend: BackendOptions | None = None
 
 
-AnswerDoc = Annotated[ChoiceAnswer | ScoreAnswer | NoulAnswer, Field(discriminator="type")]
+class DecisionSetFields(BaseModel):
+    """What ``jev serve --calibration FILE`` adds to an answer its decision sets apply to (:mod:`.sets`)."""
+
+    decision_set: list[str] | None = Field(None, description=(
+        "the options in the answer's decision set, most probable first (choice keys, score levels \"0\".., "
+        "\"true\"/\"false\" for a noul): only where `jev serve --calibration` has decision sets for this "
+        "question, fitted on its options (docs/decisions.md)"))
+    abstains: bool | None = Field(None, description=(
+        "the set is not one option (several, or none): do not decide alone; only beside decision_set"))
+
+
+def _documented(answer: type[BaseModel]) -> type[BaseModel]:
+    """The engine's answer as sent: its own fields, and the two a calibration file's sets add."""
+    fields: dict[str, Any] = {n: (f.annotation, f) for n, f in answer.model_fields.items() if not f.exclude}
+    return create_model(answer.__name__, __base__=DecisionSetFields, __doc__=answer.__doc__, **fields)
+
+
+ChoiceAnswerDoc, ScoreAnswerDoc, NoulAnswerDoc = (_documented(a) for a in (ChoiceAnswer, ScoreAnswer, NoulAnswer))
+AnswerDoc = Annotated[ChoiceAnswerDoc | ScoreAnswerDoc | NoulAnswerDoc,  # type: ignore[valid-type]
+                      Field(discriminator="type")]
 
 
 class SystemOneReply(BaseModel):

@@ -8,6 +8,7 @@ key: the engine never has more of one request's calls in flight than that.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from collections.abc import Iterator
@@ -114,8 +115,15 @@ class Gateway:
         return resp
 
     async def answer_json(self, req: SystemOneRequest, key: str | None, noted: dict[str, Any]) -> bytes:
-        """:meth:`answer` as the JSON bytes sent, serialised by pydantic in one step."""
+        """:meth:`respond` as the JSON bytes sent, serialised by pydantic in one step; with ``--calibration``
+        sets, each answer they apply to carries its ``decision_set`` and ``abstains`` (.sets)."""
         resp = await self.respond(req, key, noted)
         if resp.model != req.model:
             resp = resp.model_copy(update={"model": req.model})
-        return resp.model_dump_json(exclude={"debug"}).encode()
+        cal = self.config.calibration
+        if cal is None or not cal.sets:
+            return resp.model_dump_json(exclude={"debug"}).encode()
+        body = resp.model_dump(mode="json", exclude={"debug"})
+        for qid, answer in resp.answers.items():
+            body["answers"][qid].update(cal.wire(answer, qid) or {})
+        return json.dumps(body, separators=(",", ":")).encode()
