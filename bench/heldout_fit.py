@@ -79,7 +79,10 @@ def record(d: Decision, debias: bool | float = True) -> Record:
     if not d.prior:
         return Record(d.answered, d.label, key(d), context(d, None))
     if debias is True:  # the division as the engine does it now (its strength per kind, its floors)
-        prior = powered(d.prior, debias_strength(MODEL, d.kind, bool(d.shots)))
+        strength = debias_strength(MODEL, d.kind, bool(d.shots))
+        if strength <= 0.0:  # no prior asked at run time: the window as read, and no prior in the context
+            return Record(raw(d), d.label, key(d), context(d, None))
+        prior = powered(d.prior, strength)
         return Record(dict(zip(d.answered, divide_prior(list(raw(d).values()), prior))), d.label, key(d),
                       context(d, prior))
     if debias is False:
@@ -122,12 +125,26 @@ FITS: dict[str, Fit] = {"shipped before": shipped_before, "as answered": none_fi
                         "T pooled": pooled_t, "T + top pooled": pooled_top, **CANDIDATES}
 
 
+def held_out_sets() -> frozenset[str]:
+    """The sets marked ``"held_out": true`` in sets.json: judged only, never in any fit (issue 32)."""
+    sets = json.loads((HERE / "data" / "public" / "sets.json").read_text())
+    return frozenset(name for name, meta in sets.items() if meta.get("held_out"))
+
+
+def run_model(path: Path) -> str:
+    """The model a saved run was made on (a merged file: its first run's)."""
+    meta = json.loads(read_run(path))["meta"]
+    return str(meta.get("model") or (meta.get("runs") or [{}])[0].get("model") or "qwen2.5-coder-0.5b")
+
+
 def loo(decisions: Sequence[Decision], fit: Fit, debias: bool | float = True) -> dict[tuple[str, int], list[Record]]:
-    """Each set's records calibrated by a fit on the other sets (both settings of them)."""
+    """Each set's records calibrated by a fit on the other sets (both settings of them), never on a
+    held-out set's (``held_out_sets``), which is judged by a fit on all the others."""
     sets = sorted({d.set for d in decisions})
+    never = held_out_sets()
     out: dict[tuple[str, int], list[Record]] = {}
     for s in sets:
-        cal = fit([record(d, debias) for d in decisions if d.set != s and d.answered])
+        cal = fit([record(d, debias) for d in decisions if d.set != s and d.set not in never and d.answered])
         for d in decisions:
             if d.set == s and d.answered:
                 out.setdefault((s, d.shots), []).extend(cal.calibrate([record(d, debias)]))
@@ -303,7 +320,8 @@ def doc_table(decisions: Sequence[Decision], heldout_rows: dict[str, Any]) -> st
 
 def write_shipped(decisions: Sequence[Decision], model: str) -> Path:
     """The shipped form fitted on every set, in the shipped file (its gate: 95% precision, Wilson margin)."""
-    cal = FITS[SHIPPED_FIT]([record(d) for d in decisions if d.answered])
+    never = held_out_sets()
+    cal = FITS[SHIPPED_FIT]([record(d) for d in decisions if d.answered and d.set not in never])
     cal.thresholds = {k: v for k, v in cal.thresholds.items() if k in cal.temperatures}  # the gates it can use
     cal._report = None  # noqa: SLF001 - the file holds the fit, not its in-sample report
     out = SHIPPED / f"{model}.json"
@@ -315,11 +333,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("raw", type=Path, nargs="+")
     ap.add_argument("--write", action="store_true", help="write the shipped calibration (fitted on every set), only")
-    ap.add_argument("--model", default="qwen2.5-coder-0.5b")
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b", help="the model whose runs are read and fitted")
     ap.add_argument("--doc", action="store_true", help="print docs/quality.md's table only")
     ap.add_argument("--summary", nargs="*", default=None, metavar="FIT",
                     help="one line per fit (default: every fit), judged left out; nothing else")
     args = ap.parse_args(argv)
+    global MODEL
+    MODEL = args.model  # the debias strength per kind of this model (models.py), and only its runs
+    args.raw = [p for p in args.raw if run_model(p) == MODEL]
     decisions = [d for d in load(args.raw) if d.answered]
     if args.write:  # the tables take minutes; --summary and --doc print them
         print(f"wrote {write_shipped(decisions, args.model)}")
