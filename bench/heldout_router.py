@@ -208,28 +208,34 @@ def read(path: Path) -> dict[str, Any]:
 
 
 def table(paths: Sequence[Path]) -> str:
-    """Markdown: one row per saved run and set (accuracy and p50 per contender)."""
+    """Markdown: one row per model and set over the saved runs given (runs of one model on further items
+    of a set, ``--offset``, pool): accuracy and p50 per contender, the commits the Jev column ran at."""
     sets = load_sets()
-    head = ("| set | kind | options | model | bare | Jev (commit) | LangChain router | p50 bare / Jev / LangChain "
-            "| LangChain tokens |\n|---|---|---|---|---|---|---|---|---|")
-    lines = [head]
+    pooled: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    commits: dict[tuple[str, str], set[str]] = {}
     for p in paths:
         run = read(p)
-        meta = run["meta"]
-        for name, s in run["summary"].items():
-            kind = sets.get(name, {}).get("kind", "?")
-            n_opt = 2 if kind == "noul" else len(sets.get(name, {}).get("criteria") or ())
+        for r in run["items"]:
+            key = (run["meta"]["model"], r["set"])
+            pooled.setdefault(key, []).append(r)
+            commits.setdefault(key, set()).add(run["meta"]["git"]["commit"])
+    lines = ["| set | kind | options | model | bare | Jev (commit) | LangChain router | p50 bare / Jev / LangChain "
+             "| LangChain tokens |", "|---|---|---|---|---|---|---|---|---|"]
+    for (model, name), rows in pooled.items():
+        s = summarise(rows)[name]
+        kind = sets.get(name, {}).get("kind", "?")
+        n_opt = 2 if kind == "noul" else len(sets.get(name, {}).get("criteria") or ())
 
-            def cell(c: str, field: str = "accuracy", s: dict[str, Any] = s) -> str:
-                if c not in s:
-                    return "—"
-                v = s[c][field]
-                return f"{v:.1%}" if field == "accuracy" else f"{v / 1000:.2f}" if field == "p50_ms" else f"{v:.1f}"
-            lit = f" (Literal: {cell('langchain_lit')})" if "langchain_lit" in s else ""
-            lines.append(f"| {name} ({s[next(iter(s))]['n']}) | {kind} | {n_opt} | {meta['model']} | {cell('bare')} "
-                         f"| {cell('jev')} ({meta['git']['commit']}) | {cell('langchain')}{lit} "
-                         f"| {cell('bare', 'p50_ms')} / {cell('jev', 'p50_ms')} / {cell('langchain', 'p50_ms')} s "
-                         f"| {cell('langchain', 'output_tokens')} |")
+        def cell(c: str, field: str = "accuracy", s: dict[str, Any] = s) -> str:
+            if c not in s:
+                return "—"
+            v = s[c][field]
+            return f"{v:.1%}" if field == "accuracy" else f"{v / 1000:.2f}" if field == "p50_ms" else f"{v:.1f}"
+        lit = f" (Literal: {cell('langchain_lit')})" if "langchain_lit" in s else ""
+        lines.append(f"| {name} ({s[next(iter(s))]['n']}) | {kind} | {n_opt} | {model} | {cell('bare')} "
+                     f"| {cell('jev')} ({', '.join(sorted(commits[(model, name)]))}) | {cell('langchain')}{lit} "
+                     f"| {cell('bare', 'p50_ms')} / {cell('jev', 'p50_ms')} / {cell('langchain', 'p50_ms')} s "
+                     f"| {cell('langchain', 'output_tokens')} |")
     return "\n".join(lines)
 
 
@@ -240,6 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--model", default="qwen2.5-coder-0.5b", help="the embedded model (jev_shared.local.MODELS)")
     ap.add_argument("--sets", default="", help="comma-separated (default: every set in sets.json)")
     ap.add_argument("--limit", type=int, default=60)
+    ap.add_argument("--offset", type=int, default=0, help="skip this many items per set first (a run continued)")
     ap.add_argument("--contenders", default=",".join(DEFAULT_CONTENDERS), help=f"of {','.join(CONTENDERS)}")
     ap.add_argument("--out", type=Path, help="the JSON (.json.gz: gzipped), saved after each set")
     ap.add_argument("--table", type=Path, nargs="*", help="print the markdown table of saved runs and exit")
@@ -253,13 +260,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = args.sets.split(",") if args.sets else list(sets)
     contenders = args.contenders.split(",")
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "model": args.model, "limit": args.limit,
+            "offset": args.offset,
             "contenders": contenders, "git": git_state(), "load_at_start": round(os.getloadavg()[0], 2),
             "cpus": os.cpu_count(), "no_cache": os.environ.get("JEV_NO_CACHE", "")}
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     with LocalServer(args.model, n_parallel=1) as srv:
         for name in names:
-            rows += run_set(srv, name, sets[name], load_items(name, args.limit), contenders)
+            rows += run_set(srv, name, sets[name], load_items(name, args.limit, offset=args.offset), contenders)
             meta.update(load_now=round(os.getloadavg()[0], 2), wall_s=round(time.perf_counter() - started, 1))
             save(args.out, meta, rows)
             print(name, {c: f"{r['accuracy']:.1%} {r['p50_ms']:.0f} ms {r['output_tokens']:.1f} tok"
