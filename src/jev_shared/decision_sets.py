@@ -22,7 +22,7 @@ it over-covers, with larger sets). ``class_conditional=True`` fits one threshold
 an option has few labelled answers (an option with too few gets threshold 0: always in the set).
 
 The quantile is conservative: its sets cover with probability ``ceil((n+1)·coverage)/(n+1)``, up to
-``1/(n+1)`` above the target (0.9 asked of 10 answers: every option, coverage 1). ``randomized=True``
+``1/(n+1)`` above the target (0.95 asked of 10 answers: every option, coverage 1). ``randomized=True``
 draws the boundary between that order statistic and the one below it, so coverage averages the target
 exactly (Vovk's smoothed conformal, drawn once per fit: the sets stay a fixed function of the answer).
 """
