@@ -19,6 +19,7 @@ from collections import OrderedDict
 from typing import Any
 
 from jev_shared import AsyncSystemOneClient, Memory, Preparation
+from jev_shared.calibration import Calibrator
 
 from .config import Backend, GatewayConfig
 from .errors import UnknownModelError
@@ -72,12 +73,12 @@ class EnginePool:
                                                    max_retries=0))
             self._openai[model] = base
         http = base.with_options(timeout=timeout_s) if timeout_s else base  # a copy keeps its Backend (backend.py)
-        cal = self.config.calibration
-        calibrated = {"calibrator": cal.calibrator} if cal is not None and cal.calibrator is not None else {}
+        cal = self.config.calibration  # --calibration's calibrator, else the engine's default (the shipped one)
+        calibrator: Calibrator | str = cal.calibrator if cal is not None and cal.calibrator is not None else "auto"
         return AsyncSystemOneClient(http, model=backend.model, api=backend.api, method=self.config.method,
                                     layout=self.config.layout, max_concurrency=self.config.max_concurrency,
                                     top_logprobs=self.config.top_logprobs, max_retries=self.config.max_retries,
-                                    memory=self.memory, **calibrated)
+                                    memory=self.memory, calibrator=calibrator)
 
     def _evict(self, model: str) -> None:
         twins = [k for k in self._clients if k[0] == model and k[1] is not None]
