@@ -15,6 +15,7 @@ import httpx
 import openai
 
 from jev_shared import Choice, SystemOneClient
+from jev_shared.labels import aliases_for
 from tests.helpers.replies import chat_tokens
 
 #: no short aliases: with the scenario dropped they would clash (query, set, query, set)
@@ -57,3 +58,12 @@ def test_the_prior_costs_its_read_on_calls_once() -> None:
     again = client.system_one("play some jazz", q, debug=True)
     assert first.debug["prior_calls"]["q"] == 6  # three content-free states, each read on once
     assert again.usage.n_calls == 2 and "prior_calls" not in again.debug  # the answer and its read-on
+
+
+def test_camel_case_names_keep_the_verb_that_tells_them_apart() -> None:
+    """Dropping each group's shared first word left ``Restaurants`` / ``Restaurant`` for ``FindRestaurants`` /
+    ``ReserveRestaurant``: one starts the other, and find / reserve, what told them apart, was gone."""
+    names = ["FindRestaurants", "ReserveRestaurant", "FindHotels", "ReserveHotel", "GetWeather"]
+    assert aliases_for(names) == tuple(names)  # read by name, "Find" / "Reserve" read on
+    assert aliases_for(["orderStatus", "orderCancel", "refund"]) == ("Status", "Cancel", "refund")
+    assert aliases_for(["count", "country", "order_status", "order_cancel"]) == ("count", "country", "status", "cancel")

@@ -111,8 +111,8 @@ def aliases_for(names: Sequence[str], descriptions: Sequence[str] = ()) -> tuple
 
     Words every name shares at the front or back go (``sql_docs`` / ``sql_api`` → ``docs`` / ``api``,
     ``choice_1`` … → ``1`` …); then, within each group that still shares a first word, that word goes
-    where a member has more. Names that need none of this, or whose aliases would not be unique,
-    are returned as they are (a shared prefix left is read by a continuation call).
+    where a member has more. Names that need none of this, or whose aliases would not be unique or
+    would start one another, are returned as they are (a shared prefix is read by a continuation call).
     """
     if not names_collide(names):
         return tuple(names)
@@ -126,12 +126,21 @@ def aliases_for(names: Sequence[str], descriptions: Sequence[str] = ()) -> tuple
         if not dup or not any(w[0].lower() in dup and len(w) > 1 for w in words):
             break
         words = [w[1:] if w[0].lower() in dup and len(w) > 1 else w for w in words]
-    aliases = tuple("_".join(w) for w in words)
-    if len({a.lower() for a in aliases}) < len(aliases):
+    # a name that kept every word stays as written (``GetWeather``, not ``Get_Weather``)
+    aliases = tuple(n if w == _words(n) else "_".join(w) for n, w in zip(names, words))
+    if len({a.lower() for a in aliases}) < len(aliases) or _starts_another(aliases, names):
         return tuple(names)
     if all(a.isdigit() for a in aliases) and len(descriptions) == len(aliases) and all(descriptions):
         return _described(aliases, descriptions)
     return aliases
+
+
+def _starts_another(aliases: Sequence[str], names: Sequence[str]) -> bool:
+    """An alias now starts another whose name it did not start: what went was what told them apart
+    (``FindRestaurants`` / ``ReserveRestaurant`` → ``Restaurants`` / ``Restaurant``)."""
+    low, named = [a.lower() for a in aliases], [n.lower() for n in names]
+    return any(i != j and low[j].startswith(low[i]) and not named[j].startswith(named[i])
+               for i in range(len(low)) for j in range(len(low)))
 
 
 def _first_tokens_differ(words: Sequence[str], first_token: Callable[[str], object]) -> bool:
