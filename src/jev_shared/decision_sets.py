@@ -284,16 +284,20 @@ def _threshold(scores: Sequence[float], coverage: float, rng: random.Random | No
     return min(1.0, max(0.0, 1.0 - conformal_quantile(scores, coverage, None if rng is None else rng.random())))
 
 
+def sets_for(sets: DecisionSets | Mapping[str, DecisionSets], question_id: str) -> DecisionSets | None:
+    """The sets a question gets: ``sets`` itself (for every question), else its id's, else ``"*"``'s, else None."""
+    return sets if isinstance(sets, DecisionSets) else sets.get(question_id, sets.get("*"))
+
+
 def attach_sets(answers: Mapping[str, Answer], sets: DecisionSets | Mapping[str, DecisionSets]) -> dict[str, Answer]:
-    """Each answer with its set: ``sets`` for every question, or one per question id ("*": any other;
-    answers of a question without sets are left as they are)."""
-    if isinstance(sets, DecisionSets):
-        return {q: sets.attach(a) for q, a in answers.items()}
+    """Each answer with its set: ``sets`` for every question, or one per question id ("*": any other).
+    Answers of a question without sets, or whose options are not the ones its sets were fitted on
+    (:meth:`DecisionSets.applies_to`), are left as they are: no set rather than a meaningless one."""
     out: dict[str, Answer] = {}
     for q, a in answers.items():
-        one = sets.get(q, sets.get("*"))
-        out[q] = a if one is None else one.attach(a)
+        one = sets_for(sets, q)
+        out[q] = one.attach(a) if one is not None and one.applies_to(a) else a
     return out
 
 
-__all__ = ["DecisionSets", "SetReport", "conformal_quantile", "distribution", "truth_key", "attach_sets"]
+__all__ = ["DecisionSets", "SetReport", "conformal_quantile", "distribution", "truth_key", "attach_sets", "sets_for"]

@@ -24,7 +24,7 @@ from .backend import Backend
 from .calibrating import calibrated
 from .calibration import Calibrator
 from .calls import Budget, Flow
-from .decision_sets import DecisionSets, attach_sets
+from .decision_sets import DecisionSets, attach_sets, sets_for
 from .errors import InvalidQuestionError, UnsupportedMethodError
 from .exact import TokenTable
 from .flows import Ask, answer
@@ -111,6 +111,7 @@ class Planner:
         check_timeout(timeout, InvalidQuestionError)
         preps = prepare_questions(state, questions, opts.method, opts.examples, examples, opts.labels)
         self._refuse_what_the_surface_cannot_carry(opts, examples)
+        self._refuse_sets_of_other_options(preps)
         return opts, preps
 
     def check(self, questions: Mapping[str, Any], state: Any = None, **options: Any) -> None:
@@ -193,6 +194,23 @@ class Planner:
         concurrency = 1 if layout == "split" else opts.max_concurrency
         return opts.with_layout(layout), concurrency, why
 
+    def _refuse_sets_of_other_options(self, preps: list[Prepared]) -> None:
+        """Sets the call would attach to a question but fitted on other options: an InvalidQuestionError before
+        any request. Their set would mean nothing, and an answer left without one would not abstain."""
+        if self.sets is None:
+            return
+        for p in preps:
+            sets = sets_for(self.sets, p.id)
+            if sets is None or sets.applies_to(dict.fromkeys(p.keys, 0.0)):
+                continue
+            missing = [o for o in sets.options if o not in p.keys]
+            extra = [k for k in p.keys if k not in sets.options]
+            raise InvalidQuestionError(
+                f"the decision sets it gets were fitted on other options (theirs and not the question's: "
+                f"{_few(missing)}; the question's and not theirs: {_few(extra)}): refit them on this question's "
+                "answers (jev calibrate), or give the client sets per question id, sets={question_id: sets}",
+                question_id=p.id, field="sets")
+
     def _refuse_what_the_surface_cannot_carry(self, opts: Options, examples: Any) -> None:
         if opts.hosted:
             refuse_llm_options(opts, examples)
@@ -207,6 +225,14 @@ class Planner:
             raise UnsupportedMethodError(
                 f"grammar requires a surface that accepts a `grammar` field (llama.cpp and similar servers); "
                 f"pass {' or '.join(f'api={name!r}' for name in takes)}")
+
+
+def _few(keys: list[str], shown: int = 5) -> str:
+    """Up to ``shown`` keys, and how many more."""
+    if not keys:
+        return "none"
+    more = f" and {len(keys) - shown} more" if len(keys) > shown else ""
+    return ", ".join(repr(k) for k in keys[:shown]) + more
 
 
 def _first_token(tokenize: Callable[[str], Any], word: str) -> Any:
