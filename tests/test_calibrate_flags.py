@@ -9,6 +9,7 @@ from tests.helpers.cli import jev, one_line_exit_2
 BAD = [
     ("--coverage", "1.5"), ("--coverage", "0"), ("--coverage", "1"), ("--coverage", "nan"),
     ("--target", "-0.1"), ("--target", "inf"), ("--questions", ""),
+    ("--seed", "-1"), ("--seed", "1.5"), ("--seed", "nan"), ("--seed", "x"),
 ]
 
 

@@ -105,7 +105,7 @@ class DecisionSets:
 
     def __init__(self, thresholds: Mapping[str, float], *, coverage: float, n: int,
                  class_conditional: bool = False, options: Sequence[str] = (), score: str = "lac",
-                 randomized: bool = False) -> None:
+                 randomized: bool = False, seed: int | str | None = None) -> None:
         if score != "lac":
             raise ValueError(f"score: only 'lac' is supported, got {score!r}")
         self.thresholds = dict(thresholds)
@@ -116,6 +116,8 @@ class DecisionSets:
         self.score = score
         #: The boundary was drawn at random (``fit(randomized=True)``): coverage ``coverage`` on average, exactly.
         self.randomized = randomized
+        #: The randomized boundary's seed, where the fit was given one (None: not randomized, or not repeatable).
+        self.seed = seed if randomized else None
 
     @classmethod
     def fit(cls, answers: Sequence[Answer | Probabilities], truths: Sequence[Truth], coverage: float = 0.9,
@@ -144,10 +146,10 @@ class DecisionSets:
         rng = random.Random(seed) if randomized else None
         if not class_conditional:
             return cls({"*": _threshold(scores, coverage, rng)}, coverage=coverage, n=len(scores), options=options,
-                       randomized=randomized)
+                       randomized=randomized, seed=seed)
         per = {o: _threshold([s for s, k in zip(scores, keys) if k == o], coverage, rng) for o in options}
         return cls(per, coverage=coverage, n=len(scores), class_conditional=True, options=options,
-                   randomized=randomized)
+                   randomized=randomized, seed=seed)
 
     def threshold(self, option: str) -> float:
         """The probability ``option`` needs to enter a set."""
@@ -180,9 +182,10 @@ class DecisionSets:
     # -- persistence ----------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
+        seed = {"seed": self.seed} if self.seed is not None else {}  # which draw: a randomized fit given a seed
         return {"format": FORMAT, "score": self.score, "coverage": self.coverage, "n": self.n,
                 "class_conditional": self.class_conditional, "options": self.options,
-                "thresholds": self.thresholds, "randomized": self.randomized}
+                "thresholds": self.thresholds, "randomized": self.randomized, **seed}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DecisionSets:
@@ -196,7 +199,7 @@ class DecisionSets:
             sets = cls(thresholds, coverage=_number(d["coverage"], "coverage", 0.0, 1.0, open_=True),
                        n=int(d["n"]), class_conditional=bool(d.get("class_conditional")),
                        options=[str(o) for o in d.get("options", [])], score=str(d.get("score", "lac")),
-                       randomized=bool(d.get("randomized")))
+                       randomized=bool(d.get("randomized")), seed=_seed(d.get("seed")))
         except KeyError as exc:
             raise ValueError(f"decision sets without {exc.args[0]!r}") from None
         except (TypeError, AttributeError) as exc:
@@ -253,8 +256,8 @@ class DecisionSets:
         return not self.options or set(distribution(answer)) == set(self.options)
 
     def __repr__(self) -> str:
-        kind = ("class-conditional" if self.class_conditional else "marginal") + (", randomized" if self.randomized
-                                                                                 else "")
+        drawn = "" if not self.randomized else ", randomized" + ("" if self.seed is None else f" (seed {self.seed})")
+        kind = ("class-conditional" if self.class_conditional else "marginal") + drawn
         return f"DecisionSets(coverage={self.coverage}, n={self.n}, {kind}, thresholds={self.thresholds})"
 
 
@@ -276,6 +279,13 @@ def _number(value: Any, what: str, low: float, high: float, open_: bool = False)
     if not math.isfinite(x) or not inside:
         raise ValueError(f"{what} must be {'strictly ' if open_ else ''}between {low:g} and {high:g}, got {value!r}")
     return x
+
+
+def _seed(value: Any) -> int | str | None:
+    """A saved seed: an integer or a text (or none), else a ValueError."""
+    if value is None or (isinstance(value, (int, str)) and not isinstance(value, bool)):
+        return value
+    raise ValueError(f"a seed must be an integer or a text, got {value!r}")
 
 
 def _threshold(scores: Sequence[float], coverage: float, rng: random.Random | None = None) -> float:

@@ -8,7 +8,8 @@ is judged by a fit on the other half), the recommended threshold on the calibrat
 for ``--target`` precision, and writes the calibration fitted on every line to ``--out``. It also fits
 decision sets (:class:`~jev_shared.DecisionSets`, split conformal, ``--coverage``) on the calibrated answers,
 prints their held-out coverage, mean set size and the share decided alone, saves them in the same file
-(one per question id when the file holds several), and draws the reliability diagram and the set-size
+(one per question id when the file holds several; ``--randomized``: the boundary drawn so coverage averages
+``--coverage`` exactly, its seed printed and saved), and draws the reliability diagram and the set-size
 chart as a PNG (``--plot``; the ``plots`` extra).
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -44,6 +46,12 @@ def add_calibrate(sub: Any) -> None:
                    help="decision sets: how often the set must hold the true option")
     p.add_argument("--class-conditional", action="store_true",
                    help="decision sets: the coverage for every option's items, not only on average")
+    p.add_argument("--randomized", action="store_true",
+                   help="decision sets: draw the boundary so coverage averages --coverage exactly (default: the "
+                        "conservative boundary, up to 1/(n+1) above); a set's size then depends on that draw")
+    p.add_argument("--seed", type=checks.count, default=None,
+                   help="with --randomized: the draw's seed, to repeat a fit (default: a fresh one, printed and "
+                        "saved; never reuse one seed for every fit, or every fit draws the same side)")
     p.add_argument("--plot", type=Path, default=None,
                    help="the reliability diagram and set-size chart (PNG; default: --out with .png, when "
                         "matplotlib is installed: the 'plots' extra)")
@@ -91,6 +99,12 @@ def held_out(records: list[Record], bias: bool, target: float, top: bool = False
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
+    if args.seed is not None and not args.randomized:
+        print("jev calibrate: argument --seed: needs --randomized (the conservative boundary draws nothing)",
+              file=sys.stderr)
+        return 2
+    if args.randomized and args.seed is None:
+        args.seed = secrets.randbelow(1_000_000)  # drawn apart from the answers, as the guarantee needs
     try:
         records = read_records(args)
     except (OSError, ValueError, KeyError) as exc:
@@ -128,12 +142,13 @@ def _sets(records: list[Record], cal: Calibrator, args: argparse.Namespace, befo
     """Decision sets: held-out figures, the fit on every line saved beside the calibration, the PNG."""
     try:
         report, sizes = held_out_sets(records, args)
-        final = fit_sets(cal.calibrate(records), args.coverage, args.class_conditional)
+        final = fit_sets(cal.calibrate(records), args)
     except ValueError as exc:
         print(f"decision sets   none: {exc}")
         return 0
     print(f"decision sets   at {args.coverage:.0%} (held out): coverage {report.coverage:.1%}, mean set size "
           f"{report.mean_size:.2f}, decided alone {report.decided:.1%} (wrong {report.error_decided:.1%} of those)")
+    print(boundary(final, args))
     save_sets(final, args.out)
     print(f"                saved in {args.out}: SystemOneClient(..., sets=DecisionSets.load({str(args.out)!r}))")
     from .calibrate_plot import INSTALL_PLOTS, have_matplotlib, write_png
@@ -158,10 +173,24 @@ def _by_question(records: list[Record]) -> dict[str, list[Record]]:
     return groups
 
 
-def fit_sets(records: list[Record], coverage: float, class_conditional: bool) -> dict[str, DecisionSets]:
-    """One DecisionSets per question id, fitted on (calibrated) records."""
-    return {q: DecisionSets.fit([r.probabilities for r in g], [r.label for r in g], coverage, class_conditional)
+def fit_sets(records: list[Record], args: argparse.Namespace) -> dict[str, DecisionSets]:
+    """One DecisionSets per question id, fitted on (calibrated) records (``--randomized``: with ``args.seed``)."""
+    return {q: DecisionSets.fit([r.probabilities for r in g], [r.label for r in g], args.coverage,
+                                args.class_conditional, randomized=args.randomized, seed=args.seed)
             for q, g in _by_question(records).items()}
+
+
+def boundary(sets: dict[str, DecisionSets], args: argparse.Namespace) -> str:
+    """The report's line on which boundary the sets use, and what it means for their coverage."""
+    target = f"{args.coverage:.0%}"
+    if args.randomized:
+        return (f"boundary        randomized (seed {args.seed}): coverage {target} on average over the draw; set "
+                f"sizes depend on it (--randomized --seed {args.seed} repeats it)")
+    n = min(s.n for s in sets.values())
+    above = ("n: each true option's labelled answers" if args.class_conditional
+             else f"{100 / (n + 1):.1f} points at n = {n}")
+    return (f"boundary        conservative: coverage at least {target}, up to 1/(n+1) above ({above}); "
+            f"--randomized: {target} on average")
 
 
 def held_out_sets(records: list[Record], args: argparse.Namespace) -> tuple[SetReport, list[int]]:
@@ -172,7 +201,7 @@ def held_out_sets(records: list[Record], args: argparse.Namespace) -> tuple[SetR
     hits = alone = wrong = 0
     for k in (0, 1):
         cal = Calibrator.fit(halves[1 - k], bias=args.bias, top=args.top, target=args.target, min_records=10)
-        sets = fit_sets(cal.calibrate(halves[1 - k]), args.coverage, args.class_conditional)
+        sets = fit_sets(cal.calibrate(halves[1 - k]), args)
         for r in cal.calibrate(halves[k]):
             s = sets[r.question_id].of(r.probabilities) if r.question_id in sets else list(r.probabilities)
             sizes.append(len(s))
