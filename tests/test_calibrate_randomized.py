@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from jev_shared import DecisionSets
 from jev_shared.cli import main
 from tests.helpers.cli import jev, one_line_exit_2
@@ -51,3 +53,11 @@ def test_a_seed_without_randomized_is_refused_before_reading(tmp_path):
     out = jev("calibrate", str(tmp_path / "never-read.jsonl"), "--seed", "3")
     one_line_exit_2(out, "--seed")
     assert "--randomized" in out.stderr
+
+
+def test_a_saved_seed_must_be_an_integer_or_a_text():
+    sets = DecisionSets.fit([{"A": 0.9 - i / 50, "B": 0.1 + i / 50} for i in range(20)], ["A"] * 20, 0.8,
+                            randomized=True, seed=7)
+    assert DecisionSets.from_dict(sets.to_dict()).seed == 7 and "seed 7" in repr(sets)
+    with pytest.raises(ValueError, match="seed"):
+        DecisionSets.from_dict({**sets.to_dict(), "seed": 1.5})
