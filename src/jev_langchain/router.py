@@ -124,6 +124,9 @@ class JevRouter(RouteBranches, Decider, Travels, RunnableSerializable[Any, Any])
         min_confidence = check_threshold("min_confidence", min_confidence)
         if ask_human_below is not None:
             ask_human_below = check_threshold("ask_human_below", ask_human_below)
+        if sets is not None and not sets.applies_to(dict.fromkeys(parsed, 0.0)):
+            raise ValueError(f"sets: fitted on the options {sets.options[:5]}, not the routes {list(parsed)[:5]}: "
+                             "refit them on this router's answers (jev calibrate)")
         if default is not None and default not in parsed:
             raise ValueError(f"default: {default!r} is not one of the routes {list(parsed)}")
         checked = check_examples(examples, parsed, f"{{answer}} is not one of the routes {list(parsed)}")

@@ -228,6 +228,10 @@ class JevMultiSelector(_JevSelector):
     def _plan(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> Plan:
         cap = self.max_outputs or len(choices)
         if self.question == "choice":
+            keys = option_keys(choices)
+            if self.sets is not None and not self.sets.applies_to(dict.fromkeys(keys, 0.0)):
+                raise ValueError(f"sets: fitted on the options {self.sets.options[:5]}, not these choices' keys "
+                                 f"{keys[:5]}: refit them on this selector's answers (jev calibrate)")
             return choice_plan(choices, query, self._prompt, method=self._pair.method, labels=self.labels,
                                max_outputs=cap)
         return noul_plan(choices, query, self._prompt, labels=self.labels, max_outputs=cap)

@@ -72,3 +72,12 @@ def test_router_sends_an_abstaining_decision_to_the_fallback_route():
     assert torn.invoke("charged twice, app crashed") == "human"
     with pytest.raises(RouteConfidenceError, match="not one route"):
         router({"A": -0.7, "B": -0.7, "C": -5.0}, sets=sets).decide("x")
+
+
+def test_router_refuses_sets_fitted_on_other_options():
+    """Sets fitted on another question's options would name routes that do not exist: refused at construction."""
+    other = DecisionSets({"*": 0.3}, coverage=0.9, n=200, options=["billing", "tech", "sales"])
+    with pytest.raises(ValueError, match="sets: fitted on the options"):
+        router({"A": -0.05, "B": -4.0, "C": -4.0}, sets=other)
+    same = DecisionSets({"*": 0.3}, coverage=0.9, n=200, options=["tech", "human", "billing"])
+    assert router({"A": -0.05, "B": -4.0, "C": -4.0}, sets=same).decide("x").decision_set == ["billing"]

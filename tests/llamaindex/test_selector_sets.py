@@ -38,3 +38,14 @@ def test_sets_need_a_choice_question():
     with pytest.raises(ValueError, match="question='choice'"):
         JevMultiSelector.from_defaults(FakeClient(WINDOW), model="fake", question="noul",
                                        sets=DecisionSets({"*": 0.1}, coverage=0.9, n=200))
+
+
+def test_sets_fitted_on_other_candidates_are_refused_before_any_request():
+    other = DecisionSets({"*": 0.1}, coverage=0.9, n=200, options=["boats", "trains"])
+    client = FakeClient(WINDOW)
+    with pytest.raises(ValueError, match="sets: fitted on the options"):
+        JevMultiSelector.from_defaults(client, model="fake", labels="letters", sets=other).select(META, "q")
+    assert client.calls == []  # nothing was sent
+    keys = [n for n, _ in TOOLS]
+    same = DecisionSets({"*": 0.1}, coverage=0.9, n=200, options=keys)
+    assert [s.index for s in selector(sets=same).select(META, "q").selections] == [1, 0]
