@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from router_meter import buffered  # noqa: E402  (bench/ is on the path of a script run from it)
 
 DATA = ROOT / "bench" / "data" / "rerank.json"
-MODELS = {"qwen": "qwen2.5-coder-0.5b", "smollm2": "smollm2-135m"}
+MODELS = {"qwen": "qwen2.5-coder-0.5b", "qwen15": "qwen2.5-coder-1.5b", "smollm2": "smollm2-135m"}
 TOP_N = 5
 #: LLMRerank's reply is "Doc: 3, Relevance: 7" lines, ten at most: 200 tokens hold them and cut a reply that runs on.
 GEN_CAP = 200

@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 DATA = ROOT / "bench" / "data" / "routing_compare.jsonl"
 EXAMPLES = ROOT / "bench" / "data" / "routing_compare_examples.jsonl"
-MODELS = {"smollm2": "smollm2-135m", "qwen": "qwen2.5-coder-0.5b"}
+MODELS = {"smollm2": "smollm2-135m", "qwen": "qwen2.5-coder-0.5b", "qwen15": "qwen2.5-coder-1.5b"}
 #: Context per server slot: every prompt here fits in a fifth of it.
 N_CTX = 2048
 #: The output cap given to the contenders that generate text (none sends one by default): a routing
