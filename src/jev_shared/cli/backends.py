@@ -37,8 +37,8 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
                                          "without it, the embedded model (LocalServer()) is started")
     p.add_argument("--model", action="append", default=None, type=text,
                    help="the backend's model name (repeat to serve several on one backend); without "
-                        "--backend-url, the embedded model to start: qwen2.5-coder-0.5b (default), "
-                        "qwen2.5-coder-1.5b (the qwen15 extra) or smollm2-135m")
+                        "--backend-url, the embedded model to start: qwen2.5-coder-1.5b (default), "
+                        "qwen2.5-coder-0.5b (the qwen extra; half the latency) or smollm2-135m")
     p.add_argument("--backend-api", default="chat_completions", choices=("chat_completions", "responses", "auto"),
                    help="the engine surface toward the backend")
     p.add_argument("--no-cache", action="store_true",
