@@ -13,8 +13,10 @@ import json
 
 import httpx
 import openai
+import pytest
 
 from jev_shared import Choice, SystemOneClient
+from jev_shared.backend import describe
 from jev_shared.labels import aliases_for
 from tests.helpers.replies import chat_tokens
 
@@ -67,3 +69,61 @@ def test_camel_case_names_keep_the_verb_that_tells_them_apart() -> None:
     assert aliases_for(names) == tuple(names)  # read by name, "Find" / "Reserve" read on
     assert aliases_for(["orderStatus", "orderCancel", "refund"]) == ("Status", "Cancel", "refund")
     assert aliases_for(["count", "country", "order_status", "order_cancel"]) == ("count", "country", "status", "cancel")
+
+
+#: An exact read (llama.cpp: the answer words' own tokens biased, their probabilities renormalised): the
+#: first option's prefix leads for every state, the radio request moves mass to ``play``.
+VOCAB = {t: 1000 + i for i, t in enumerate(["alarm", "calendar", "play", "weather", "_query", "_set", "_music",
+                                              "_radio"])}
+PLAY = {n: n.replace("_", " ") for n in ("alarm_query", "alarm_set", "calendar_query", "calendar_set", "play_music",
+                                         "play_radio", "weather")}  # no short aliases: query, set would clash
+EXACT_FIRST = {"content-free": {"alarm": 0.88, "calendar": 0.02, "play": 0.05, "weather": 0.05},
+               "play the radio": {"alarm": 0.68, "calendar": 0.02, "play": 0.25, "weather": 0.05}}
+EXACT_NEXT = {"alarm": {"_query": 0.8, "_set": 0.2}, "calendar": {"_query": 0.5, "_set": 0.5},
+              "play": {"_music": 0.1, "_radio": 0.9}}
+
+
+def _exact_server(seen: list[dict]) -> openai.OpenAI:
+    def reply(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append(body)
+        last = body["messages"][-1]
+        if last["role"] == "assistant":
+            probs = EXACT_NEXT[last["content"]]
+        else:
+            probs = EXACT_FIRST.get(last["content"].rsplit("<state>\n", 1)[-1], EXACT_FIRST["content-free"])
+        assert body.get("post_sampling_probs") and {VOCAB[t] for t in probs} <= {int(i) for i in body["logit_bias"]}
+        alts = [{"id": VOCAB[t], "token": t, "prob": p} for t, p in sorted(probs.items(), key=lambda kv: -kv[1])]
+        entry = {**alts[0], "top_probs": alts}
+        return httpx.Response(200, json={
+            "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "length", "logprobs": {"content": [entry]},
+                         "message": {"role": "assistant", "content": entry["token"]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
+
+    def tokenize(text: str) -> list[int]:
+        head, _, rest = text.strip().partition("_")
+        ids = [VOCAB[head]] if head in VOCAB else [7, 7]
+        return ids + ([VOCAB["_" + rest]] if rest and "_" + rest in VOCAB else [])
+
+    sdk = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="local",
+                        http_client=httpx.Client(transport=httpx.MockTransport(reply)))
+    describe(sdk, surfaces=("chat_completions",), tokenize=tokenize, exact_readout=True)
+    return sdk
+
+
+def test_a_shared_prefix_that_leads_once_the_prior_is_divided_out_is_read_on_too() -> None:
+    """``alarm`` leads the read and is read on; ``play`` is given an even share (play_music = play_radio).
+    Divided by the prior, ``play`` leads: it is read on as well, so the model tells its names apart, not
+    their order (play_music, listed first, won every such tie)."""
+    seen: list[dict] = []
+    client = SystemOneClient(_exact_server(seen), model="some-model", api="chat_completions", calibrator=None,
+                             debias=True)
+    resp = client.system_one("play the radio", {"q": Choice(instructions="Which intent?", criteria=PLAY)}, debug=True)
+    probs = resp.answers["q"].probabilities
+    assert resp.answers["q"].choice == "play_radio" and probs["play_radio"] > 5 * probs["play_music"]
+    assert sum(probs.values()) == pytest.approx(1.0)
+    prefills = [b["messages"][-1]["content"] for b in seen if b["messages"][-1]["role"] == "assistant"]
+    assert prefills[-1] == "play" and seen[-1]["logit_bias"] == {str(VOCAB["_music"]): 100, str(VOCAB["_radio"]): 100}
+    again = client.system_one("play the radio", {"q": Choice(instructions="Which intent?", criteria=PLAY)})
+    assert again.usage.n_calls == 3  # the answer, "alarm" read on, "play" read on: the prior is remembered

@@ -28,7 +28,7 @@ from .methods import TOKEN_READOUT, answer_format, example_json, request_fields
 from .priors import CONTENT_FREE, content_free_prior, debias_prior, examples_prior
 from .prompt import render, symbols_of
 from .questions import MAX_SINGLE_TOKEN_LABELS
-from .readon import CONTINUATION_DEPTH, continue_read, read_on
+from .readon import CONTINUATION_DEPTH, continue_read, read_on, read_on_lead
 from .readout import divide_prior, humble, read_labels
 from .registry import SURFACES, fallback_of
 from .surfaces import check_complete
@@ -161,11 +161,14 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
         ro.probs = humble(ro.probs, FALLBACK_TRUST)
         rec.readout["fallback_trust"] = FALLBACK_TRUST
     prior = yield from debias_prior(ask, method, style, surface)
-    if prior is None:
-        return ro.probs
-    rec.prior = dict(zip(symbols, prior))
-    rec.readout["prior"] = rec.prior
-    return divide_prior(ro.probs, prior)
+    if prior is not None:
+        rec.prior = dict(zip(symbols, prior))
+        rec.readout["prior"] = rec.prior
+    probs = ro.probs if prior is None else divide_prior(ro.probs, prior)
+    if ro.unread and style.named_choice and SURFACES[surface].prefill and \
+            (yield from read_on_lead(ask, surface, messages, fields, extra, symbols, ro, probs)):
+        probs = ro.probs if prior is None else divide_prior(ro.probs, prior)
+    return probs
 
 
 def json_pass(ask: Ask, method: str) -> Flow[list[float]]:

@@ -26,15 +26,17 @@ class AmbiguousNamesError(LabelReadoutError):
 
     Carries what the window said: the token, its logprob, and the best logprob of each name it did
     tell apart (``best``), with every logprob returned (``returned``, for the floor) and every token that
-    starts several names (``shared``, token → its best logprob)."""
+    starts several names (``shared``, token → its best logprob; ``shared_ids``, token → its id or None)."""
 
     def __init__(self, message: str, *, token: str = "", logprob: float = 0.0,
                  best: dict[str, float] | None = None, returned: list[float] | None = None,
-                 shared: dict[str, float] | None = None, token_id: int | None = None) -> None:
+                 shared: dict[str, float] | None = None, token_id: int | None = None,
+                 shared_ids: dict[str, int | None] | None = None) -> None:
         super().__init__(message)
         self.token, self.logprob, self.token_id = token, logprob, token_id
         self.best, self.returned = dict(best or {}), list(returned or [])
         self.shared = dict(shared or {})
+        self.shared_ids = dict(shared_ids or {})
 
 
 def fold_label(token: str, labels: frozenset[str]) -> str | None:

@@ -8,6 +8,7 @@ shared prefix is measured as the answers read it, never floored.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .asking import Ask, Messages, call
@@ -34,6 +35,8 @@ def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, 
         best = split_shared(symbols, best, {t: lp for t, lp in exc.shared.items() if t != exc.token})
     ro = softmax_labels(symbols, chain(exc.logprob, cond, best), exc.returned, "floor", exc.token, "logprobs")
     ro.source = (EXACT_SOURCE if exact else "logprobs") + "+continuation"
+    if exact:  # the other shared tokens (" alarm" is read with "alarm": the same names)
+        ro.unread = {t: exc.shared_ids.get(t) for t in exc.shared if names_starting(t, symbols) != group}
     if note:
         ask.record.note("continuation", {"prefix": exc.token, "group": group, "conditional": cond})
     return ro
@@ -63,3 +66,36 @@ def read_on(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], 
         more = prefix_ids + (deeper.pop(),) if prefix_ids and len(deeper) == 1 else None
         splits[token] = yield from read_on(ask, surface, messages, fields, extra, prefix + token, hits, depth - 1, more)
     return conditional(prefix, group, window, splits)
+
+
+def lead_unread(ro: Readout, symbols: Sequence[str], probs: Sequence[float]) -> tuple[str, list[str]] | None:
+    """The shared token not read on whose names lead ``probs`` (the answer, the prior divided out), with
+    its names; None when the answer is a name the model told apart already."""
+    top = symbols[max(range(len(probs)), key=probs.__getitem__)]
+    for token in ro.unread:
+        group = names_starting(token, symbols)
+        if len(group) > 1 and top in group:
+            return token, group
+    return None
+
+
+def read_on_lead(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
+                 symbols: tuple[str, ...], ro: Readout, probs: Sequence[float]) -> Flow[bool]:
+    """Where the answer's lead is a shared token that was not read on (its names given an even share: the
+    first read went on with another token, and dividing out the prior put this one ahead), read it on too,
+    so its names are told apart by the model, not by their order; ``ro.probs`` is updated in place.
+    True when it read."""
+    lead = lead_unread(ro, symbols, probs)
+    if lead is None:
+        return False
+    token, group = lead
+    token_id = ro.unread.pop(token)
+    fields, extra = window_only(fields, extra, ask.options.top_logprobs)
+    ids = (token_id,) if token_id is not None else None
+    cond = yield from read_on(ask, surface, messages, fields, extra, token, group, CONTINUATION_DEPTH, ids)
+    where = {s: i for i, s in enumerate(symbols)}
+    mass = sum(ro.probs[where[g]] for g in group)
+    for g in group:
+        ro.probs[where[g]] = mass * cond[g]
+    ask.record.note("continuation", {"prefix": token, "group": group, "conditional": cond, "after": "prior"})
+    return True

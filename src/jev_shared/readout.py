@@ -36,6 +36,9 @@ class Readout:
     sampled: str | None = None
     logprobs: dict[str, float] = field(default_factory=dict)
     source: str = "logprobs"
+    #: Tokens several names share that were not read on (an exact read gave each of their names an even
+    #: share), with their ids where the reply gave them: read on if one of them leads the answer (readon.py).
+    unread: dict[str, int | None] = field(default_factory=dict)
 
     def debug(self) -> dict[str, Any]:
         return {
@@ -125,7 +128,19 @@ def read_labels(
         best = split_shared(labels, best, shared)
     if not best:
         return Readout([1.0 / len(labels)] * len(labels), list(labels), True, False, sampled, {}, method)
-    return softmax_labels(labels, best, returned, missing, sampled, method)
+    ro = softmax_labels(labels, best, returned, missing, sampled, method)
+    if split:
+        ro.unread = {t: _token_id(window, t) if t != sampled else _token_id([entry], t) for t in shared}
+    return ro
+
+
+def _token_id(candidates: Sequence[Any], token: str) -> int | None:
+    """The id a reply gave ``token`` (llama.cpp sends one with each candidate), or None."""
+    for cand in candidates:
+        tid = _get(cand, "id")
+        if str(_get(cand, "token") or "") == token and isinstance(tid, int) and not isinstance(tid, bool):
+            return tid
+    return None
 
 
 def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], list[float], dict[str, float]]:
@@ -155,7 +170,8 @@ def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], l
         raise AmbiguousNamesError(
             f"the most likely first token {ambiguous_token!r} starts more than one option name",
             token=ambiguous_token, logprob=ambiguous, best=best, returned=returned, shared=shared,
-            token_id=ambiguous_id if isinstance(ambiguous_id, int) and not isinstance(ambiguous_id, bool) else None)
+            token_id=ambiguous_id if isinstance(ambiguous_id, int) and not isinstance(ambiguous_id, bool) else None,
+            shared_ids={t: _token_id(candidates, t) for t in shared})
     return best, returned, shared
 
 
