@@ -18,6 +18,8 @@ import pytest
 from jev_shared import Choice, SystemOneClient
 from jev_shared.backend import describe
 from jev_shared.labels import aliases_for
+from jev_shared.readon import lead_unread
+from jev_shared.readout import Readout, unread
 from tests.helpers.replies import chat_tokens
 
 #: no short aliases: with the scenario dropped they would clash (query, set, query, set)
@@ -127,3 +129,14 @@ def test_a_shared_prefix_that_leads_once_the_prior_is_divided_out_is_read_on_too
     assert prefills[-1] == "play" and seen[-1]["logit_bias"] == {str(VOCAB["_music"]): 100, str(VOCAB["_radio"]): 100}
     again = client.system_one("play the radio", {"q": Choice(instructions="Which intent?", criteria=PLAY)})
     assert again.usage.n_calls == 3  # the answer, "alarm" read on, "play" read on: the prior is remembered
+
+
+def test_only_names_given_a_share_of_a_token_are_read_on_for_it() -> None:
+    """``t`` starts ``transfer`` (read by its own token) and ``tire_change`` / ``traffic`` (given an even share of
+    ``t``): a lead by ``transfer`` reads nothing more, and a read-on of ``t`` splits only the share."""
+    labels = ["transfer", "tire_change", "traffic", "recipe"]
+    own = {"transfer": -0.1, "recipe": -3.0}
+    ro = Readout([0.7, 0.1, 0.1, 0.1], unread=unread(labels, own, {"t": -2.0}, {"t": 83}))
+    assert ro.unread == {"t": (83, ("tire_change", "traffic"))}
+    assert lead_unread(ro, labels, [0.7, 0.1, 0.1, 0.1]) is None
+    assert lead_unread(ro, labels, [0.2, 0.35, 0.35, 0.1]) == ("t", ["tire_change", "traffic"])

@@ -16,7 +16,7 @@ from .calls import Flow
 from .continuation import PREFILL_FIELDS, chain, conditional, shared_lead, window_of
 from .exact import EXACT_SOURCE, exact_fields, is_exact, next_ids, still_exact, window_only
 from .labels import AmbiguousNamesError, names_starting
-from .readout import Readout, softmax_labels, split_shared
+from .readout import Readout, softmax_labels, split_shared, unread
 
 #: At most this many continuation calls read a shared prefix on (``declined`` → ``_`` → ``card``).
 CONTINUATION_DEPTH = 3
@@ -36,7 +36,8 @@ def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, 
     ro = softmax_labels(symbols, chain(exc.logprob, cond, best), exc.returned, "floor", exc.token, "logprobs")
     ro.source = (EXACT_SOURCE if exact else "logprobs") + "+continuation"
     if exact:  # the other shared tokens (" alarm" is read with "alarm": the same names)
-        ro.unread = {t: exc.shared_ids.get(t) for t in exc.shared if names_starting(t, symbols) != group}
+        others = {t: lp for t, lp in exc.shared.items() if names_starting(t, symbols) != group}
+        ro.unread = unread(symbols, exc.best, others, exc.shared_ids)
     if note:
         ask.record.note("continuation", {"prefix": exc.token, "group": group, "conditional": cond})
     return ro
@@ -70,26 +71,25 @@ def read_on(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], 
 
 def lead_unread(ro: Readout, symbols: Sequence[str], probs: Sequence[float]) -> tuple[str, list[str]] | None:
     """The shared token not read on whose names lead ``probs`` (the answer, the prior divided out), with
-    its names; None when the answer is a name the model told apart already."""
+    the names given a share of it; None when the answer is a name the model told apart already."""
     top = symbols[max(range(len(probs)), key=probs.__getitem__)]
-    for token in ro.unread:
-        group = names_starting(token, symbols)
-        if len(group) > 1 and top in group:
-            return token, group
+    for token, (_, names) in ro.unread.items():
+        if len(names) > 1 and top in names:
+            return token, list(names)
     return None
 
 
 def read_on_lead(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
                  symbols: tuple[str, ...], ro: Readout, probs: Sequence[float]) -> Flow[bool]:
-    """Where the answer's lead is a shared token that was not read on (its names given an even share: the
-    first read went on with another token, and dividing out the prior put this one ahead), read it on too,
-    so its names are told apart by the model, not by their order; ``ro.probs`` is updated in place.
-    True when it read."""
+    """Where the answer's lead is a name given an even share of a shared token (the first read went on with
+    another token, and dividing out the prior put this one ahead), read that token on too, so its names are
+    told apart by the model, not by their order; their share is split by what it reads (``ro.probs``, in
+    place). True when it read."""
     lead = lead_unread(ro, symbols, probs)
     if lead is None:
         return False
     token, group = lead
-    token_id = ro.unread.pop(token)
+    token_id, _ = ro.unread.pop(token)
     fields, extra = window_only(fields, extra, ask.options.top_logprobs)
     ids = (token_id,) if token_id is not None else None
     cond = yield from read_on(ask, surface, messages, fields, extra, token, group, CONTINUATION_DEPTH, ids)

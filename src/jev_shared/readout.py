@@ -36,9 +36,10 @@ class Readout:
     sampled: str | None = None
     logprobs: dict[str, float] = field(default_factory=dict)
     source: str = "logprobs"
-    #: Tokens several names share that were not read on (an exact read gave each of their names an even
-    #: share), with their ids where the reply gave them: read on if one of them leads the answer (readon.py).
-    unread: dict[str, int | None] = field(default_factory=dict)
+    #: Tokens several names share that were not read on: their id where the reply gave one, and the names
+    #: an exact read gave an even share of them (names no token of their own was read for). Read on if one
+    #: of those names leads the answer (readon.py).
+    unread: dict[str, tuple[int | None, tuple[str, ...]]] = field(default_factory=dict)
 
     def debug(self) -> dict[str, Any]:
         return {
@@ -124,14 +125,21 @@ def read_labels(
 
     best, returned, shared = _fold_window([{"token": sampled, "logprob": sampled_lp, "id": _get(entry, "id")}, *window],
                                          fold)
+    own = best
     if split:
         best = split_shared(labels, best, shared)
     if not best:
         return Readout([1.0 / len(labels)] * len(labels), list(labels), True, False, sampled, {}, method)
     ro = softmax_labels(labels, best, returned, missing, sampled, method)
     if split:
-        ro.unread = {t: _token_id(window, t) if t != sampled else _token_id([entry], t) for t in shared}
+        ro.unread = unread(labels, own, shared, {t: _token_id([entry, *window], t) for t in shared})
     return ro
+
+
+def unread(labels: Sequence[str], own: Mapping[str, float], shared: Mapping[str, float],
+           ids: Mapping[str, int | None]) -> dict[str, tuple[int | None, tuple[str, ...]]]:
+    """Each shared token → (its id, the names :func:`split_shared` gave a share of it: no token of their own)."""
+    return {t: (ids.get(t), tuple(n for n in names_starting(t, labels) if n not in own)) for t in shared}
 
 
 def _token_id(candidates: Sequence[Any], token: str) -> int | None:
