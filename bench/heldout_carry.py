@@ -109,10 +109,22 @@ def debias_rows(decisions: Sequence[Decision]) -> str:
             groups.setdefault((d.kind, d.shots), []).append(d)
     for (kind, shots), ds in sorted(groups.items()):
         ms = [metrics([hf.record(d, a if a else False) for d in ds]) for a in hf.ALPHAS]
-        sets = ", ".join(sorted({d.set for d in ds}))
+        sets = ", ".join(f"{s} " + "/".join(f"{metrics([hf.record(d, a if a else False) for d in ds if d.set == s]).accuracy:.0%}"
+                                             for a in hf.ALPHAS) for s in sorted({d.set for d in ds}))
         lines.append(f"| {kind} | {hf.SETTINGS[shots]} | {sets} | {len(ds)} | "
                      + " / ".join(f"{m.accuracy:.1%}" for m in ms) + " | " + " / ".join(f"{m.nll:.3f}" for m in ms) + " |")
     return "\n".join(lines)
+
+
+def set_strengths(model: str, spec: str) -> None:
+    """models.DEBIAS_STRENGTH for ``model`` replaced in this process: "kind[+examples]=power,..."."""
+    from jev_shared import models
+
+    table = {(kind, examples): 0.0 for kind in ("choice", "noul", "score") for examples in (False, True)}
+    for part in spec.split(","):
+        name, value = part.split("=")
+        table[(name.removesuffix("+examples"), name.endswith("+examples"))] = float(value)
+    models.DEBIAS_STRENGTH[model] = table
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -123,8 +135,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--forms", action="store_true", help="the forms of FORMS compared, one line each, only")
     ap.add_argument("--debias", action="store_true", help="debias strength per kind, only")
     ap.add_argument("--sets", default="", help="only these sets (comma-separated)")
+    ap.add_argument("--strengths", default="", help="debias strengths tried in place of models.py's, e.g. "
+                    "choice=0.5,choice+examples=0.5,noul=0.5,score=1 (every kind not named: 0)")
     args = ap.parse_args(argv)
     hf.MODEL = args.model
+    if args.strengths:
+        set_strengths(args.model, args.strengths)
     paths = [p for p in args.raw if hf.run_model(p) == args.model]
     only = set(args.sets.split(",")) - {""}
     decisions = [d for d in load(paths) if d.answered and (not only or d.set in only)]
