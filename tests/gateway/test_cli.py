@@ -98,7 +98,7 @@ def test_serve_without_a_backend_starts_the_embedded_model():
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=30)
-    assert "embedded model qwen2.5-coder-0.5b" in err  # LocalServer()'s default, the model that decides
+    assert "embedded model qwen2.5-coder-1.5b" in err  # LocalServer()'s default (DEFAULT_MODEL), what a user meets
 
 
 #: A ``sitecustomize`` that hides packages named in ``$JEV_TEST_HIDE`` (modules and distributions), so a
