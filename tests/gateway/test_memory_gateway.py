@@ -19,6 +19,7 @@ from jev_shared import SystemOneClient
 from jev_shared.backend import describe
 from jev_shared.gateway import Backend, GatewayConfig
 from jev_shared.gateway.app import create_app
+from jev_shared.local import DEFAULT_MODEL
 from jev_shared.memory import backend_fingerprint
 from tests.gateway.conftest import KEY, MODEL, client, config_for
 from tests.gateway.test_cli import jev, start_serve
@@ -190,9 +191,9 @@ def test_jev_decide_on_the_embedded_model_carries_the_servers_marks(tmp_path):
     cache = tmp_path / "memory.json"
     out = jev(*args, env={"JEV_NO_CACHE": "", "JEV_MEMORY_FILE": str(cache)})
     assert out.returncode == 0, out.stderr
-    library = backend_fingerprint(describe(SimpleNamespace(), name="embedded-llama.cpp:qwen2.5-coder-0.5b"))
+    library = backend_fingerprint(describe(SimpleNamespace(), name=f"embedded-llama.cpp:{DEFAULT_MODEL}"))
     assert list(json.loads(cache.read_text())["backends"]) == [library]  # the library's LocalServer key
-    assert len(list((tmp_path / "slots" / "qwen2.5-coder-0.5b").glob("*.bin"))) == 1
+    assert len(list((tmp_path / "slots" / DEFAULT_MODEL).glob("*.bin"))) == 1  # the default model's folder
     bare = tmp_path / "bare"
     out = jev(*args, "--no-cache", env={"JEV_NO_CACHE": "", "JEV_MEMORY_FILE": str(bare / "memory.json")})
     assert out.returncode == 0, out.stderr
