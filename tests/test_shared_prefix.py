@@ -10,6 +10,7 @@ issue). The fake window here answers by the state and the assistant prefill, ove
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import httpx
 import openai
@@ -18,6 +19,7 @@ import pytest
 from jev_shared import Choice, SystemOneClient
 from jev_shared.backend import describe
 from jev_shared.labels import aliases_for
+from jev_shared.local import LocalModelError, LocalServer
 from jev_shared.readon import lead_unread
 from jev_shared.readout import Readout, unread
 from tests.helpers.replies import chat_tokens
@@ -140,3 +142,35 @@ def test_only_names_given_a_share_of_a_token_are_read_on_for_it() -> None:
     assert ro.unread == {"t": (83, ("tire_change", "traffic"))}
     assert lead_unread(ro, labels, [0.7, 0.1, 0.1, 0.1]) is None
     assert lead_unread(ro, labels, [0.2, 0.35, 0.35, 0.1]) == ("t", ["tire_change", "traffic"])
+
+
+SCENARIO = ["alarm_query", "alarm_set", "alarm_remove", "calendar_query", "calendar_set", "calendar_remove",
+            "weather_query", "play_music", "play_radio", "email_sendemail", "email_query", "iot_hue_lightoff",
+            "iot_hue_lightup", "news_query", "transport_ticket", "transport_query", "qa_factoid", "general_quirky",
+            "takeaway_order", "recommendation_events"]
+
+
+@pytest.fixture(scope="module")
+def qwen05() -> Iterator[LocalServer]:
+    try:
+        srv = LocalServer("qwen2.5-coder-0.5b").start()
+    except LocalModelError as exc:
+        pytest.skip(str(exc))
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.live
+@pytest.mark.qwen
+def test_the_05b_does_not_answer_the_first_scenario_for_every_request(qwen05: LocalServer) -> None:
+    """The issue's naming (``scenario_action``, 20 options, each described by its name in words): the 0.5B
+    leads with ``alarm`` (the first option's prefix) for every state, the empty one included. Measured, that
+    lean is divided out; floored in the prior, it had made every answer ``alarm_query``."""
+    client = SystemOneClient(qwen05.client(), model=qwen05.model, calibrator=None, debias=True)
+    q = {"q": Choice(instructions="What does the user want the assistant to do?",
+                     criteria={n: n.replace("_", " ") for n in SCENARIO})}
+    resp = client.system_one("what's the weather like in paris", q, debug=True)
+    prior = resp.debug["priors"]["q"]
+    assert sum(prior[n] for n in SCENARIO if n.startswith("alarm")) > 0.5  # the lean, measured
+    assert resp.answers["q"].choice == "weather_query"
+    assert client.system_one("cancel my alarm for tomorrow", q).answers["q"].choice == "alarm_remove"
