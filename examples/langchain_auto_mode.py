@@ -2,9 +2,10 @@
 
     python examples/langchain_auto_mode.py
 
-JevDecisionModel is a LangChain BaseDecisionModel: here it runs on the embedded Qwen model (no
-key, no network). The agent's own model is scripted (a 0.5B model cannot drive tool calls), so
-the example shows the decisions alone: a risky call and a safe one, and the route picked.
+JevDecisionModel is a LangChain BaseDecisionModel: here it runs on the embedded Qwen model, the
+default 1.5B (no key, no network). The agent's own model is scripted (the small embedded models do not
+drive tool calls here), so the example shows the decisions alone: a risky call and a safe one, and the
+route picked.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@
 Needs the ``langchain`` package (1.x) for ``create_agent``. The guard runs on the embedded
 llama.cpp model (no API key needed), or on OPENAI_API_KEY's server when set (OPENAI_BASE_URL and
 JEV_MODEL honoured), which then also drives the agent. Without a key a scripted model proposes the
-tool calls, since the embedded 0.5B model cannot drive an agent; its guard verdicts barely depend
-on the call (README: a 25,000 wire to an unknown account and 20 to the user's savings both read
-about 0.5-0.65): this shows the wiring, not the judgement.
+tool calls, since the small embedded models are not run as agents here; zero-shot, their guard verdicts
+barely depend on the call (the default 1.5B: a 25,000 wire to an unknown account reads P(allowed) 0.50,
+20 to the user's savings 0.57; docs/langchain.md): this shows the wiring, not the judgement.
 """
 
 from __future__ import annotations
