@@ -19,6 +19,13 @@ DEBIAS_STRENGTH: dict[str, dict[tuple[str, bool], float]] = {
     # structured router on more sets)
     "qwen2.5-coder-0.5b": {("choice", False): 1.0, ("choice", True): 1.0, ("score", False): 1.0,
                            ("score", True): 1.0, ("noul", False): 0.5, ("noul", True): 1.0},
+    # issue 32, held out on 18 public sets (docs/quality.md): zero-shot, half the lean for nouls (83.0% against
+    # 76.5% off and 79.1% whole, of 540) and all of it for choices (61.6% against 59.9% half and 54.0% off, of
+    # 920) and scores (43.1% against 37.9% and 36.9%); with examples half for every kind (choices 66.7% against
+    # 65.0% whole; nouls 80.0% against 82.1% off, but off would drop the examples' labelled answers, which
+    # calibrate the question itself)
+    "qwen2.5-coder-1.5b": {("choice", False): 1.0, ("choice", True): 0.5, ("score", False): 1.0,
+                           ("score", True): 0.5, ("noul", False): 0.5, ("noul", True): 0.5},
 }
 #: Models on which debias="auto" was measured to win for some kind of question (docs/decisions.md).
 DEBIAS_MEASURED = frozenset(DEBIAS_STRENGTH)
