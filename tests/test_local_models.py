@@ -269,7 +269,7 @@ def qwen15_server() -> Iterator[LocalServer]:
 @pytest.mark.qwen
 def test_the_15b_starts_and_decides_an_easy_choice_zero_shot(qwen15_server):
     """LocalServer(model="qwen2.5-coder-1.5b"): the assembled, checked file served; one easy decision right,
-    with no calibration of the 0.5B's applied."""
+    under the 1.5B's own debias (the content-free prior: 3 prior calls) and calibration (issue 32), not the 0.5B's."""
     from jev_shared import Choice, SystemOneClient
 
     assert qwen15_server.model == "qwen2.5-coder-1.5b"
@@ -279,7 +279,10 @@ def test_the_15b_starts_and_decides_an_easy_choice_zero_shot(qwen15_server):
         "cancel": "to cancel the order"})}
     resp = client.system_one("Where is my parcel? It still has not arrived and I want to know where it is.", question)
     assert resp.answers["want"].choice == "tracking" and resp.answers["want"].probabilities["tracking"] > 0.5
-    assert not resp.debug.get("calibrated")
+    assert resp.debug["calibration"] == {"want": "shipped"} and resp.debug["prior_calls"] == {"want": 3}
+    from jev_shared.calibration import shipped
+
+    assert client.calibrator.to_dict() == shipped("qwen2.5-coder-1.5b").to_dict()
 
 
 @pytest.mark.live
