@@ -174,3 +174,16 @@ def test_the_05b_does_not_answer_the_first_scenario_for_every_request(qwen05: Lo
     assert sum(prior[n] for n in SCENARIO if n.startswith("alarm")) > 0.5  # the lean, measured
     assert resp.answers["q"].choice == "weather_query"
     assert client.system_one("cancel my alarm for tomorrow", q).answers["q"].choice == "alarm_remove"
+
+
+def test_names_read_on_under_one_prefix_are_not_split_again_under_a_shorter_one() -> None:
+    """ALL_CAPS names share fragments: ``CH`` (read on: ``CHANGE_MOBILE_NUMBER`` 0.99) and ``C``, which starts
+    them too. The names read on under ``CH`` have a reading of their own: ``C`` is not read on for them."""
+    from jev_shared.labels import AmbiguousNamesError
+
+    labels = ["CHANGE_MOBILE_NUMBER", "CHECK_WALLET", "CANNOT_SEE", "CASH_BONUS"]
+    exc = AmbiguousNamesError("x", token="CH", logprob=-0.1, best={}, returned=[-0.1, -3.0],
+                              shared={"CH": -0.1, "C": -3.0}, shared_ids={"CH": 1, "C": 2})
+    group = ["CHANGE_MOBILE_NUMBER", "CHECK_WALLET"]
+    read = {**exc.best, **dict.fromkeys(group, 0.0)}
+    assert unread(labels, read, {"C": -3.0}, exc.shared_ids) == {"C": (2, ("CANNOT_SEE", "CASH_BONUS"))}

@@ -37,7 +37,8 @@ def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, 
     ro.source = (EXACT_SOURCE if exact else "logprobs") + "+continuation"
     if exact:  # the other shared tokens (" alarm" is read with "alarm": the same names)
         others = {t: lp for t, lp in exc.shared.items() if names_starting(t, symbols) != group}
-        ro.unread = unread(symbols, exc.best, others, exc.shared_ids)
+        read = {**exc.best, **dict.fromkeys(group, 0.0)}  # the group read on has a reading of its own
+        ro.unread = unread(symbols, read, others, exc.shared_ids)
     if note:
         ask.record.note("continuation", {"prefix": exc.token, "group": group, "conditional": cond})
     return ro
