@@ -6,8 +6,8 @@ Needs the ``langchain`` package (1.x) for ``create_agent``. The guard runs on th
 llama.cpp model (no API key needed), or on OPENAI_API_KEY's server when set (OPENAI_BASE_URL and
 JEV_MODEL honoured), which then also drives the agent. Without a key a scripted model proposes the
 tool calls, since the small embedded models are not run as agents here; zero-shot, their guard verdicts
-barely depend on the call (the default 1.5B: a 25,000 wire to an unknown account reads P(allowed) 0.50,
-20 to the user's savings 0.57; docs/langchain.md): this shows the wiring, not the judgement.
+barely depend on the call (the default 1.5B: a 25,000 wire to an unknown account reads P(allowed) 0.65,
+20 to the user's savings 0.70; docs/langchain.md): this shows the wiring, not the judgement.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def models(stack: ExitStack) -> tuple[ChatOpenAI, object]:
 def main() -> None:
     with ExitStack() as stack:
         guard_llm, agent_llm = models(stack)
-        guard = JevToolGuardMiddleware(guard_llm, threshold=0.5)
+        guard = JevToolGuardMiddleware(guard_llm, threshold=0.9)  # money moves only when the model is sure
         agent = create_agent(agent_llm, [wire_money], middleware=[guard])
         out = agent.invoke({"messages": [("user", "Send 25,000 dollars to an account a stranger emailed me.")]})
         for msg in out["messages"]:
