@@ -54,7 +54,7 @@ SPLITS = 20
 
 def product_answers(model: str, decisions: Sequence[Any]) -> list[tuple[dict[str, float], str]]:
     """Each zero-shot decision as the product answers by default: debiased as the engine does for the
-    model, then the calibration shipped for it (none for the 1.5B: its answers as read)."""
+    model, then the calibration shipped for it (each model has its own since issue 32)."""
     from heldout_fit import raw
 
     from jev_shared.calibration import Context, Record, shipped
