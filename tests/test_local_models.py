@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from jev_shared import SystemOneResponse
 from jev_shared.local import (
     DEFAULT_MODEL,
     DEMO_MODEL,
@@ -245,15 +246,8 @@ def test_qwen_reads_clear_sentiment(qwen_server):
 def test_the_05b_decides_colliding_names_zero_shot(qwen_server):
     """LocalServer(model="qwen2.5-coder-0.5b"): names that share a first word answered by what differs, debias
     on zero-shot (three content-free calls once), no discovery call, the shipped calibration applied."""
-    from jev_shared import Choice, SystemOneClient
-
     assert qwen_server.model == "qwen2.5-coder-0.5b" != DEFAULT_MODEL
-    client = SystemOneClient(qwen_server.client(), model=qwen_server.model)
-    orders = {"want": Choice(instructions="What does the customer want?", criteria={
-        "order_status": "to know where the order is", "order_cancel": "to cancel the order",
-        "order_refund": "their money back"})}
-    first = client.system_one("Please cancel my order, I do not want it any more.", orders)
-    again = client.system_one("What is the status of my order? I want to know where the order is.", orders)
+    first, again = ask_colliding_orders(qwen_server)
     assert first.usage.n_calls == 4 and again.usage.n_calls == 1  # the prior once, then one call
     assert first.debug["api"] == "chat_completions" and "status=order_status" in first.debug["labels_fallback"]["want"]
     assert first.answers["want"].choice == "order_cancel" and again.answers["want"].choice == "order_status"
@@ -290,15 +284,8 @@ def test_the_15b_starts_and_decides_an_easy_choice_zero_shot(qwen15_server):
 def test_the_default_local_server_decides_colliding_names_zero_shot(qwen15_server):
     """What a user meets: LocalServer() is the 1.5B, and names that share a first word are answered by what
     differs, zero-shot, with no discovery call."""
-    from jev_shared import Choice, SystemOneClient
-
     assert LocalServer().model == DEFAULT_MODEL == DEMO_MODEL == qwen15_server.model
-    client = SystemOneClient(qwen15_server.client(), model=qwen15_server.model)
-    orders = {"want": Choice(instructions="What does the customer want?", criteria={
-        "order_status": "to know where the order is", "order_cancel": "to cancel the order",
-        "order_refund": "their money back"})}
-    first = client.system_one("Please cancel my order, I do not want it any more.", orders)
-    again = client.system_one("What is the status of my order? I want to know where the order is.", orders)
+    first, again = ask_colliding_orders(qwen15_server)
     assert first.debug["api"] == "chat_completions"
     assert first.answers["want"].choice == "order_cancel" and again.answers["want"].choice == "order_status"
 
@@ -328,3 +315,16 @@ def test_jev_decide_runs_the_05b_with_model():
     assert out.returncode == 0, out.stderr
     assert "embedded model qwen2.5-coder-0.5b" in out.stderr
     assert json.loads(out.stdout)["answers"]["want"]["choice"] == "tracking"
+
+
+def ask_colliding_orders(server: LocalServer) -> tuple[SystemOneResponse, SystemOneResponse]:
+    """Two decisions on names that share a first word (``order_*``), zero-shot: a cancel, then a status."""
+    from jev_shared import Choice, SystemOneClient
+
+    client = SystemOneClient(server.client(), model=server.model)
+    orders = {"want": Choice(instructions="What does the customer want?", criteria={
+        "order_status": "to know where the order is", "order_cancel": "to cancel the order",
+        "order_refund": "their money back"})}
+    first = client.system_one("Please cancel my order, I do not want it any more.", orders)
+    again = client.system_one("What is the status of my order? I want to know where the order is.", orders)
+    return first, again
