@@ -25,7 +25,6 @@ import argparse
 import gzip
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -38,6 +37,7 @@ sys.path.insert(0, str(HERE))
 
 from heldout import load_items, load_sets, question  # noqa: E402
 from router_meter import Meter, http_client, openai_client  # noqa: E402
+from router_table import summarise, table  # noqa: E402
 
 GEN_CAP = 256
 Decide = Callable[[str], str]
@@ -171,27 +171,19 @@ def run_set(srv: Any, name: str, meta: dict[str, Any], items: Sequence[dict[str,
     return rows
 
 
-def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """Per set and contender: accuracy, p50 latency, output tokens and calls a decision, unusable share."""
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for key in dict.fromkeys((r["set"], r["contender"]) for r in rows):
-        rs = [r for r in rows if (r["set"], r["contender"]) == key]
-        n = len(rs)
-        out.setdefault(key[0], {})[key[1]] = {
-            "n": n, "accuracy": round(sum(r["answer"] == r["label"] for r in rs) / n, 4),
-            "p50_ms": round(statistics.median(r["latency_ms"] for r in rs), 1),
-            "output_tokens": round(sum(r["output_tokens"] for r in rs) / n, 2),
-            "calls": round(sum(r["calls"] for r in rs) / n, 2),
-            "unusable": round(sum(r["answer"].startswith("error") or r["answer"] == "" for r in rs) / n, 4)}
-    return out
-
-
 def git_state() -> dict[str, Any]:
+    """The engine's commit: the checkout's, or, where ``jev_shared`` is imported from a copy of ``src``
+    exported at a commit (``git archive``; a shared checkout's uncommitted edits kept out), ``JEV_ENGINE_COMMIT``."""
+    import jev_shared
+
     def git(*a: str) -> str:
         return subprocess.run(["git", *a], cwd=HERE.parent, capture_output=True, text=True).stdout.strip()
 
-    return {"commit": git("rev-parse", "--short", "HEAD"),
-            "src_uncommitted": [ln[3:] for ln in git("status", "--porcelain", "src").splitlines()]}
+    engine = Path(jev_shared.__file__).resolve().parent
+    if engine.is_relative_to(HERE.parent / "src"):
+        return {"commit": git("rev-parse", "--short", "HEAD"),
+                "src_uncommitted": [ln[3:] for ln in git("status", "--porcelain", "src").splitlines()]}
+    return {"commit": os.environ.get("JEV_ENGINE_COMMIT", "?"), "engine_src": str(engine), "src_uncommitted": []}
 
 
 def save(path: Path, meta: dict[str, Any], rows: Sequence[dict[str, Any]]) -> None:
@@ -202,48 +194,11 @@ def save(path: Path, meta: dict[str, Any], rows: Sequence[dict[str, Any]]) -> No
     tmp.replace(path)
 
 
-def read(path: Path) -> dict[str, Any]:
-    data = path.read_bytes()
-    return json.loads(gzip.decompress(data) if path.suffix == ".gz" else data)
-
-
-def table(paths: Sequence[Path]) -> str:
-    """Markdown: one row per model and set over the saved runs given (runs of one model on further items
-    of a set, ``--offset``, pool): accuracy and p50 per contender, the commits the Jev column ran at."""
-    sets = load_sets()
-    pooled: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    commits: dict[tuple[str, str], set[str]] = {}
-    for p in paths:
-        run = read(p)
-        for r in run["items"]:
-            key = (run["meta"]["model"], r["set"])
-            pooled.setdefault(key, []).append(r)
-            commits.setdefault(key, set()).add(run["meta"]["git"]["commit"])
-    lines = ["| set | kind | options | model | bare | Jev (commit) | LangChain router | p50 bare / Jev / LangChain "
-             "| LangChain tokens |", "|---|---|---|---|---|---|---|---|---|"]
-    for (model, name), rows in pooled.items():
-        s = summarise(rows)[name]
-        kind = sets.get(name, {}).get("kind", "?")
-        n_opt = 2 if kind == "noul" else len(sets.get(name, {}).get("criteria") or ())
-
-        def cell(c: str, field: str = "accuracy", s: dict[str, Any] = s) -> str:
-            if c not in s:
-                return "—"
-            v = s[c][field]
-            return f"{v:.1%}" if field == "accuracy" else f"{v / 1000:.2f}" if field == "p50_ms" else f"{v:.1f}"
-        lit = f" (Literal: {cell('langchain_lit')})" if "langchain_lit" in s else ""
-        lines.append(f"| {name} ({s[next(iter(s))]['n']}) | {kind} | {n_opt} | {model} | {cell('bare')} "
-                     f"| {cell('jev')} ({', '.join(sorted(commits[(model, name)]))}) | {cell('langchain')}{lit} "
-                     f"| {cell('bare', 'p50_ms')} / {cell('jev', 'p50_ms')} / {cell('langchain', 'p50_ms')} s "
-                     f"| {cell('langchain', 'output_tokens')} |")
-    return "\n".join(lines)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    from jev_shared.local import LocalServer
+    from jev_shared.local import DEFAULT_MODEL, LocalServer
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="qwen2.5-coder-0.5b", help="the embedded model (jev_shared.local.MODELS)")
+    ap.add_argument("--model", default=DEFAULT_MODEL, help="the embedded model (jev_shared.local.MODELS)")
     ap.add_argument("--sets", default="", help="comma-separated (default: every set in sets.json)")
     ap.add_argument("--limit", type=int, default=60)
     ap.add_argument("--offset", type=int, default=0, help="skip this many items per set first (a run continued)")
@@ -252,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--table", type=Path, nargs="*", help="print the markdown table of saved runs and exit")
     args = ap.parse_args(argv)
     if args.table is not None:
-        print(table(args.table))
+        print(table(args.table, load_sets()))
         return 0
     if not args.out:
         ap.error("--out is required")
@@ -268,12 +223,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     with LocalServer(args.model, n_parallel=1) as srv:
         for name in names:
             rows += run_set(srv, name, sets[name], load_items(name, args.limit, offset=args.offset), contenders)
-            meta.update(load_now=round(os.getloadavg()[0], 2), wall_s=round(time.perf_counter() - started, 1))
+            load = round(os.getloadavg()[0], 2)
+            meta.setdefault("load_by_set", {})[name] = [meta.get("load_now", meta["load_at_start"]), load]
+            meta.update(load_now=load, wall_s=round(time.perf_counter() - started, 1))
             save(args.out, meta, rows)
             print(name, {c: f"{r['accuracy']:.1%} {r['p50_ms']:.0f} ms {r['output_tokens']:.1f} tok"
                          for c, r in summarise(rows)[name].items()}, f"load {os.getloadavg()[0]:.1f}",
                   file=sys.stderr, flush=True)
-    print(table([args.out]))
+    print(table([args.out], sets))
     return 0
 
 
