@@ -32,7 +32,7 @@ from jev_shared.calibration import (  # noqa: E402
     Record,
     metrics,
 )
-from jev_shared.calibration_fit import fit_temperature_toward  # noqa: E402
+from jev_shared.calibration.fit import fit_temperature_toward  # noqa: E402
 from jev_shared.readout import divide_prior  # noqa: E402
 
 STRENGTHS = (2.0, 5.0, 10.0, 20.0)

@@ -1,6 +1,6 @@
 """Offline: the feature-dependent calibration maps tried on the public sets (bench/heldout_fit.py's FITS).
 
-Each candidate is a small :class:`jev_shared.calibration_map.FeatureMap` (a temperature, or top-label
+Each candidate is a small :class:`jev_shared.calibration.map.FeatureMap` (a temperature, or top-label
 scaling, whose numbers depend on features the engine knows at run time for any question), fitted by
 log loss on the records of the sets it is given; ``heldout_fit.loo`` judges each set by a fit on the
 others. The names say the form and the features: ``T(log_k, examples)`` is a temperature that
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from jev_shared.calibration import GLOBAL, Calibrator, Record
-from jev_shared.calibration_map import Context
-from jev_shared.calibration_map_fit import Labelled, fit_temperature_map, fit_top_map
+from jev_shared.calibration.map import Context
+from jev_shared.calibration.map_fit import Labelled, fit_temperature_map, fit_top_map
 
 #: The ridge toward the identity map (in answers' worth of log loss): keeps weights the sets cannot pin
 #: down near 0. Not tuned per candidate.

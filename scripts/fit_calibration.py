@@ -5,7 +5,7 @@ out (``python bench/heldout_fit.py bench/heldout_runs/qwen-*.json* --write``). T
 project's own tickets, is kept for that record; pass ``--no-write`` to leave the shipped file alone.
 
     python bench/quality.py --models qwen2.5-coder-0.5b --labels names --shots 0,4 --raw q.json --out /tmp/q.md
-    python scripts/fit_calibration.py q.json            # writes src/jev_shared/calibrations/qwen2.5-coder-0.5b.json
+    python scripts/fit_calibration.py q.json            # writes src/jev_shared/calibration/fitted/qwen2.5-coder-0.5b.json
 
 The items of each (question, true answer) alternate between a fitting half and a judging half;
 one temperature and one top-label scaling (slope and shift of the top probability's logit) per

@@ -13,8 +13,8 @@ import random
 import pytest
 
 from jev_shared.calibration import GLOBAL, Calibrator, Context, FeatureMap, Record, metrics
-from jev_shared.calibration_map import FEATURES, undivided
-from jev_shared.calibration_map_fit import fit_temperature_map, fit_top_map
+from jev_shared.calibration.map import FEATURES, undivided
+from jev_shared.calibration.map_fit import fit_temperature_map, fit_top_map
 
 
 def _softmax(xs: list[float]) -> list[float]:

@@ -16,7 +16,7 @@ import pytest
 
 from jev_shared import Choice, Example, Noul, SystemOneClient
 from jev_shared.calibration import Calibrator, Record, examples_calibrator, shipped
-from jev_shared.calibration_fit import fit_temperature, fit_temperature_toward
+from jev_shared.calibration.fit import fit_temperature, fit_temperature_toward
 from tests.helpers.replies import chat_tokens
 
 MODEL = "qwen2.5-coder-0.5b"  # debias="auto" is on and a calibration is shipped: the defaults under test

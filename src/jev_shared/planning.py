@@ -21,8 +21,8 @@ from typing import Any, TypedDict
 from . import calibration, drive
 from .answers import SystemOneResponse
 from .backend import Backend
-from .calibrating import calibrated
 from .calibration import Calibrator
+from .calibration.policy import calibrated
 from .calls import Budget, Flow
 from .decision_sets import DecisionSets, attach_sets, sets_for
 from .errors import InvalidQuestionError, UnsupportedMethodError

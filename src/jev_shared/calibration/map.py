@@ -12,7 +12,7 @@ Two forms, both of which only rescale (the argmax never moves, so accuracy never
 
 * ``temperature``: the label logits times ``exp(w · f)`` (a temperature that depends on the features);
 * ``top``: top-label scaling, the top probability p becomes ``σ((a · f)·logit p + (b · f))`` and the
-  others keep their ratios (:func:`calibration_fit.rescale_top`).
+  others keep their ratios (:func:`.fit.rescale_top`).
 
 ``f`` always holds ``"1"`` (the constant). Pure Python: the fits are Newton steps on a handful of
 unknowns.
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .calibration_fit import FLOOR, Context, _logit, rescale_top, temper
+from .fit import FLOOR, Context, _logit, rescale_top, temper
 
 FORMS = ("temperature", "top")
 

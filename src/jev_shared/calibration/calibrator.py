@@ -1,27 +1,5 @@
-"""Calibration: temperature scaling (and optional per-option offsets) fitted on labelled answers.
-
-A model's label logprobs rank options well long before their *size* means anything: a small
-model says 0.95 and is right 70% of the time. One temperature per question (or per client)
-fixes most of that: the answer's probabilities become ``p_i^(1/T)`` renormalised, the same as
-dividing the label logits by ``T`` (a softmax does not see the constant that turns logprobs into
-logits, so the answer's own probabilities are all we need). ``T > 1`` softens an over-confident
-model, ``T < 1`` sharpens a timid one; the argmax never changes, so accuracy does not either.
-
-Small models also *lean*: to the first option listed, or to "no", whatever the input. With
-``bias=True`` the fit adds one offset per option (``p_i^(1/T)·e^(b_i)`` renormalised; Platt
-scaling for yes/no). That can change answers, so judge it on held-out records.
-
-    records = [Record.from_answer(resp.answers["team"], "billing", "team"), ...]
-    cal = Calibrator.fit(records)           # one T per question id, a global T as fallback
-    print(cal.report().markdown())          # accuracy, ECE, Brier, selective accuracy, gate
-    resp = cal.apply(client.system_one(state, questions))
-    cal.save("calibration.json"); cal = Calibrator.load("calibration.json")
-
-The records and the fits are in :mod:`calibration_fit`; this module measures (ECE, Brier,
-selective accuracy) and holds the :class:`Calibrator`. A calibrator may also hold a map whose
-numbers depend on what the engine knows about each answer (:mod:`calibration_map`: the shipped
-calibration for the embedded model is a temperature that depends on the answer's spread).
-"""
+"""The :class:`Calibrator`: temperatures, offsets, top-label scaling and feature maps fitted on labelled
+answers, applied to answers, measured, saved and loaded (the package docstring says how to use it)."""
 
 from __future__ import annotations
 
@@ -31,37 +9,30 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .answers import Answer, ChoiceAnswer, ConfidenceKind, NoulAnswer, ScoreAnswer, SystemOneResponse, confidence
-from .calibration_fit import (
+from ..answers import Answer, ChoiceAnswer, ConfidenceKind, NoulAnswer, ScoreAnswer, SystemOneResponse, confidence
+from ..files import read_text
+from .fit import (
     Record,
     _argmax,
     _probabilities,
     fit_temperature,
     fit_temperature_bias,
-    fit_temperature_toward,
     fit_top,
-    nll,
-    records_from,
     rescale_top,
     temper,
 )
-from .calibration_map import Context, FeatureMap
-from .calibration_metrics import (
+from .map import Context, FeatureMap
+from .measures import (
     THRESHOLDS,
     Comparison,
-    Metrics,
     Report,
-    Selective,
     _report_from,
     metrics,
     recommend_threshold,
-    wilson_lower,
 )
-from .files import read_text
-from .models import canonical
 
 GLOBAL = "*"
-#: /2 adds ``maps`` (calibration_map.FeatureMap per key); a file without maps is still written as /1,
+#: /2 adds ``maps`` (map.FeatureMap per key); a file without maps is still written as /1,
 #: and both are read.
 FORMAT = "jev-calibration/1"
 FORMAT_MAPS = "jev-calibration/2"
@@ -86,7 +57,7 @@ class Calibrator:
         #: Top-label scaling after the temperature, (slope, shift) per question id (:func:`rescale_top`).
         self.tops: dict[str, tuple[float, float]] = {q: (float(t[0]), float(t[1])) for q, t in (tops or {}).items()}
         #: After the temperature and top-label scaling: a map whose numbers depend on the answer's
-        #: features (calibration_map), per key; GLOBAL's for every key without its own.
+        #: features (calibration.map), per key; GLOBAL's for every key without its own.
         self.maps: dict[str, FeatureMap] = dict(maps or {})
         self.thresholds: dict[str, float | None] = dict(thresholds or {})
         self.target = target
@@ -248,46 +219,6 @@ class Calibrator:
         return cls.from_dict(json.loads(read_text(path)))  # a regular file, bounded (files.MAX_READ_BYTES)
 
 
-#: Calibrations fitted on this project's labelled data, one file per model (``calibrations/<model>.json``).
-SHIPPED = Path(__file__).resolve().parent / "calibrations"
-
-
-def shipped(model: str) -> Calibrator | None:
-    """The calibration shipped for ``model`` (the embedded default has one, in any spelling of its name), or None."""
-    path = SHIPPED / f"{canonical(model)}.json"
-    return Calibrator.load(path) if path.is_file() else None
-
-
-def resolve(calibrator: Calibrator | str | None, model: str) -> Calibrator | None:
-    """A client's ``calibrator=``: "auto" (the one shipped for the model, if any), None (off), or a Calibrator."""
-    if calibrator is None or isinstance(calibrator, Calibrator):
-        return calibrator
-    if calibrator == "auto":
-        return shipped(model)
-    raise ValueError(f"calibrator: must be 'auto', None or a Calibrator, got {calibrator!r}")
-
-
-#: How many labelled answers the shipped fit counts for against a question's own examples
-#: (:func:`examples_calibrator`; chosen on the public sets, bench/heldout_examples.py).
-EXAMPLES_STRENGTH = 10.0
-
-
-def examples_calibrator(cal: Calibrator, key: str, keys: Sequence[str],
-                        labelled: Sequence[tuple[Sequence[float], str]],
-                        strength: float = EXAMPLES_STRENGTH, context: Context | None = None) -> Calibrator:
-    """A question's own calibration, applied after ``cal``: the temperature its examples' answers earn.
-
-    Why: the shipped fit was made on other people's questions; a question whose examples show every
-    option has its own labelled answers (each example asked with the others as its examples), so its
-    stated confidence can be made to mean what it says on that user's data. Few examples move it
-    little: the temperature is shrunk toward 1 (the shipped fit's verdict) as if ``strength`` more
-    answers agreed with it.
-    """
-    recs = cal.calibrate([Record(dict(zip(keys, probs)), label, key, context) for probs, label in labelled])
-    t = fit_temperature_toward([Record(r.probabilities, r.label, GLOBAL) for r in recs], 1.0, strength)
-    return Calibrator({GLOBAL: t})
-
-
 def top_probability(answer: Answer) -> float:
     """The answer's largest probability (for a noul, max(p, 1 − p)): what the gate thresholds are on."""
     if isinstance(answer, NoulAnswer):
@@ -306,6 +237,4 @@ def _groups(records: Sequence[Record]) -> dict[str, list[Record]]:
     return {qid: [records[i] for i in idx] for qid, idx in _group_index(records).items()}
 
 
-__all__ = ["Calibrator", "Context", "FeatureMap", "shipped", "resolve", "examples_calibrator", "EXAMPLES_STRENGTH", "Record", "Metrics", "Selective", "Comparison", "Report", "metrics", "recommend_threshold", "wilson_lower",
-           "records_from", "temper", "fit_temperature", "fit_temperature_bias", "fit_temperature_toward", "fit_top", "rescale_top", "nll",
-           "top_probability"]
+__all__ = ["GLOBAL", "FORMAT", "FORMAT_MAPS", "FORMATS", "Calibrator", "top_probability"]

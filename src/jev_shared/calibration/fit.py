@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .answers import Answer, NoulAnswer, SystemOneResponse
+from ..answers import Answer, NoulAnswer, SystemOneResponse
 
 #: A label the readout left at 0 (outside the top-logprobs window) is read as this small
 #: probability, so its NLL stays finite and a temperature above 1 can give it some mass back.
@@ -38,7 +38,7 @@ class Record:
     probabilities: dict[str, float]
     label: str
     question_id: str = ""
-    #: What the engine knew about the answer (kind, examples, prior): read by a feature map (calibration_map).
+    #: What the engine knew about the answer (kind, examples, prior): read by a feature map (calibration.map).
     context: Context | None = None
 
     @classmethod

@@ -1,4 +1,4 @@
-"""Fitting a :class:`calibration_map.FeatureMap` by log loss on labelled answers (pure Python, Newton).
+"""Fitting a :class:`.map.FeatureMap` by log loss on labelled answers (pure Python, Newton).
 
 Why here and not in a numerical library: the unknowns are a handful of weights, the answers a few
 thousand, and the engine's dependencies are openai, pydantic and tenacity only. Both objectives are
@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from .calibration_fit import _solve
-from .calibration_map import FLOOR, Context, FeatureMap, _logit, feature_values
+from .fit import _solve
+from .map import FLOOR, Context, FeatureMap, _logit, feature_values
 
 #: A labelled answer for the fits: probabilities in key order, the true key's index, its context.
 Labelled = tuple[Sequence[float], int, Context]
