@@ -4,7 +4,7 @@ A GPU server answers a one-token decision in milliseconds, so at scale the clien
 runs out first. The stub backend runs in another process (its CPU is not ours); each contender makes
 ``--n`` calls after a warm-up, and the figure is this process's CPU time (all threads) per call.
 
-    python bench/cpu.py               # 400 calls each, one and eight questions
+    python bench/cpu.py               # 400 calls each (the rows taking turns, 4 rounds), one and eight questions
     python bench/cpu.py --profile     # and where the engine's time goes (cProfile, top 15)
 """
 
@@ -42,11 +42,17 @@ def contenders(base_url: str) -> dict[str, Callable[[], Any]]:
     import openai
 
     from jev_shared import Choice, Memory, SystemOneClient
+    from jev_shared.backend import Backend, attach
+    from jev_shared.direct import sdk_client
 
     plain = httpx.Client(base_url=base_url)
     sdk = openai.OpenAI(base_url=base_url, api_key="k", max_retries=0)
     engine = SystemOneClient(openai.OpenAI(base_url=base_url, api_key="k"), model="stub", api="chat_completions",
                              memory=Memory(), labels="letters")
+    # the client LocalServer.client() builds: the SDK over an HTTP client of its own, posted with directly
+    own, target = sdk_client(openai.OpenAI, openai.DefaultHttpxClient, base_url, "k")
+    direct = SystemOneClient(attach(own, Backend(http=target)), model="stub", api="chat_completions", memory=Memory(),
+                             labels="letters")
     team = Choice(instructions="Which team?", criteria={"billing": "payments", "technical": "bugs", "sales": "deals"})
     eight = {f"q{i}": team for i in range(8)}
     return {
@@ -56,6 +62,8 @@ def contenders(base_url: str) -> dict[str, Callable[[], Any]]:
         "openai chat.completions.create": lambda: sdk.chat.completions.create(**REQUEST),
         "SystemOneClient.system_one, 1 question": lambda: engine.system_one("I was charged twice.", {"team": team}),
         "SystemOneClient.system_one, 8 questions": lambda: engine.system_one("I was charged twice.", eight),
+        "system_one, 1 question, direct post": lambda: direct.system_one("I was charged twice.", {"team": team}),
+        "system_one, 8 questions, direct post": lambda: direct.system_one("I was charged twice.", eight),
     }
 
 
@@ -68,28 +76,48 @@ def cpu_per_call(fn: Callable[[], Any], n: int, warmup: int = 50) -> float:
     return (time.process_time() - start) / n * 1000.0
 
 
+def in_rounds(fns: dict[str, Callable[[], Any]], n: int, rounds: int) -> dict[str, float]:
+    """CPU ms per call of each row, the rows taking turns (``n // rounds`` calls a turn) so that a change in
+    the machine's load falls on every row alike, not on whichever ran last."""
+    spent = dict.fromkeys(fns, 0.0)
+    per = max(1, n // max(1, rounds))
+    for fn in fns.values():  # the warm-up
+        for _ in range(50):
+            fn()
+    for _ in range(max(1, rounds)):
+        for name, fn in fns.items():
+            spent[name] += cpu_per_call(fn, per, warmup=0) * per
+    return {name: ms / (per * max(1, rounds)) for name, ms in spent.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=400)
+    ap.add_argument("--rounds", type=int, default=4, help="the rows take turns, n/rounds calls a turn")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--profile-row", default="SystemOneClient.system_one, 1 question", help="the row --profile reads")
     ap.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = ap.parse_args()
     stub = subprocess.Popen([sys.executable, "-c", STUB.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True)
     try:
         base_url = stub.stdout.readline().strip()  # type: ignore[union-attr]
         fns = contenders(base_url)
-        print(f"load average {os.getloadavg()[0]:.2f}; {args.n} calls each after 50 warm-up; CPU ms per call")
-        figures = {}
-        for name, fn in fns.items():
-            figures[name] = cpu_per_call(fn, args.n)
-            print(f"  {name:48s} {figures[name]:6.2f} ms")
+        print(f"load average {os.getloadavg()[0]:.2f}; {args.n} calls each after 50 warm-up, in {args.rounds} "
+              "rounds; CPU ms per call")
+        figures = in_rounds(fns, args.n, args.rounds)
+        for name, ms in figures.items():
+            print(f"  {name:48s} {ms:6.2f} ms")
+        print(f"  load average at the end {os.getloadavg()[0]:.2f}")
         post, one = figures["httpx.Client.post, JSON parsed"], figures["SystemOneClient.system_one, 1 question"]
         eight = figures["SystemOneClient.system_one, 8 questions"]
         print(f"  one question / httpx post {one / post:.2f}x (issue 33 target <= 1.5x); eight questions / "
               f"eight one-question calls {eight / (8 * one):.2f}x (target <= 1.3x)")
+        lean, lean8 = figures["system_one, 1 question, direct post"], figures["system_one, 8 questions, direct post"]
+        print(f"  direct post: one question / httpx post {lean / post:.2f}x; eight / eight one-question calls "
+              f"{lean8 / (8 * lean):.2f}x")
         if args.profile:
             prof = cProfile.Profile()
-            fn = fns["SystemOneClient.system_one, 1 question"]
+            fn = fns[args.profile_row]
             prof.runcall(lambda: [fn() for _ in range(200)])
             pstats.Stats(prof).sort_stats("tottime").print_stats(15)
         if args.json:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from .direct import HttpTarget
+
 Tokenize = Callable[[str], list[int]]
 _ATTACHED: weakref.WeakKeyDictionary[Any, Backend] = weakref.WeakKeyDictionary()
 #: where a client that takes no weak reference (a SimpleNamespace) keeps its value, in its own __dict__
@@ -48,6 +50,9 @@ class Backend:
     exact_readout: bool = False
     #: the model default for content-free debiasing under debias="auto"; None: the model's own (models.py)
     debias: bool | None = None
+    #: the HTTP client the engine built its SDK client over, with its base URL and headers (``LocalServer.client()``):
+    #: the transport posts a surface's route with it directly (direct.py); None: through the SDK client's ``post``
+    http: HttpTarget | None = None
 
     @classmethod
     def of(cls, client: Any) -> Backend:

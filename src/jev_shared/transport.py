@@ -4,6 +4,7 @@ Transient faults (408, 409, 429, 5xx, connection errors, timeouts) are retried w
 backoff and jitter, honouring ``Retry-After`` / ``retry-after-ms``. The openai SDK's
 own retries are switched off (``with_options(max_retries=0)``) so the two never multiply.
 Anything else becomes a :class:`ProviderError` carrying the status code and the provider's words.
+A client the engine built over its own HTTP client (``LocalServer.client()``) is posted to with it (direct.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from urllib.parse import unquote, urlsplit
 
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from . import direct
+from .backend import Backend
 from .calls import NO_BUDGET, Budget, Call, Reply
 from .errors import JevError, MalformedReplyError, ProviderError
 from .redact import redact, redact_text
@@ -266,6 +269,9 @@ def resolve(client: Any, call: Call) -> Callable[..., Any]:
         return post
     route = ROUTES.get(call.surface)
     if route is not None and _is_sdk(client) and callable(getattr(client, "post", None)):
+        target = Backend.of(client).http  # the HTTP client the engine built this SDK client over (direct.py)
+        if target is not None and target.serves(client):
+            return partial(direct.apost if target.is_async else direct.post, target, route, client.timeout)
         return partial(_lean_post, client, route)
     obj = client
     for part in call.path[:-1]:
