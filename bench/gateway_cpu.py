@@ -84,13 +84,20 @@ def gateway_cpu_ms(gw: Served, http: httpx.Client, body: bytes, n: int, warmup: 
     return (proc_cpu_s(gw.proc.pid) - start) / n * 1000.0
 
 
-def async_cpu_ms(backend: str, questions: dict[str, Any], n: int, warmup: int = 50) -> float:
-    """The async engine over ``openai.AsyncOpenAI`` (the gateway's path), this process's CPU per call."""
+def async_cpu_ms(backend: str, questions: dict[str, Any], n: int, warmup: int = 50, direct: bool = False) -> float:
+    """The async engine over ``openai.AsyncOpenAI`` (the gateway's path), this process's CPU per call; ``direct``:
+    over the client ``LocalServer.async_client()`` builds (its own HTTP client, posted with directly: direct.py)."""
     import openai
 
+    from jev_shared.backend import Backend as Described
+    from jev_shared.backend import attach
+    from jev_shared.direct import sdk_client
+
     async def run() -> float:
-        engine = AsyncSystemOneClient(openai.AsyncOpenAI(base_url=backend, api_key="k", max_retries=0), model="stub",
-                                      api="chat_completions", memory=Memory())
+        sdk, target = sdk_client(openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient, backend, "k", max_retries=0)
+        if direct:
+            attach(sdk, Described(http=target))
+        engine = AsyncSystemOneClient(sdk, model="stub", api="chat_completions", memory=Memory())
         for _ in range(warmup):
             await engine.system_one(STATE, questions)
         start = time.process_time()
@@ -115,6 +122,7 @@ def engine_figures(backend: str, n: int) -> dict[str, float]:
     for name, qs in SETS.items():
         out[f"engine_sync_{name}_ms"] = cpu_per_call(lambda qs=qs: sync.system_one(STATE, qs), n)
         out[f"engine_async_{name}_ms"] = async_cpu_ms(backend, qs, n)
+        out[f"engine_async_direct_{name}_ms"] = async_cpu_ms(backend, qs, n, direct=True)
     return out
 
 
