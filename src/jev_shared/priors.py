@@ -65,7 +65,8 @@ def examples_prior(ask: Ask, method: str, style: LabelStyle, surface: str,
     by it, are labelled: kept in the record, they calibrate the question itself (client.py)."""
     prep = ask.prep
     held = held_out(prep)
-    rows = yield from _remembered_rows(ask, method, style, surface, "held-out", [(p, ex.state) for p, ex in held])
+    rows = yield from _remembered_rows(ask, method, style, surface, "held-out", [(p, ex.state) for p, ex in held],
+                                       asking_order(len(held), len(prep.examples)))
     by_option: dict[str, list[list[float]]] = {}
     for (_, ex), row in zip(held, rows):
         by_option.setdefault(example_key(prep, ex.answer), []).append(row)
@@ -79,9 +80,9 @@ CROSSED_HALVES_FROM = 6
 
 
 def held_out(prep: Prepared) -> list[tuple[Prepared, Any]]:
-    """(the question with the examples it is asked with, the example asked), in asking order.
+    """(the question with the examples it is asked with, the example asked), in the order the rows are kept.
 
-    Few examples: leave one out (K prompts, each read whole by the server). More: crossed halves,
+    Few examples: leave one out (K prompts; :func:`asking_order` asks the last first). More: crossed halves,
     in an order where each prompt extends the one before, so the server's prompt cache reads every
     example about twice in all instead of K times: the second half, each after the first half and
     its own earlier examples; then the first half, each after the second half and its earlier ones.
@@ -96,12 +97,20 @@ def held_out(prep: Prepared) -> list[tuple[Prepared, Any]]:
             + [(dataclasses.replace(prep, examples=second + first[:j]), ex) for j, ex in enumerate(first)])
 
 
+def asking_order(n: int, shots: int) -> list[int]:
+    """The order the held-out prompts are sent in (their rows are kept in :func:`held_out`'s order). Leave one
+    out: the last example first, since its prompt is the answer's own up to the state, so the server's prompt
+    cache serves it from the slot the answer left (one token read, not the examples again); each one before it
+    then shares the examples up to its own. Crossed halves already extend the answer's prompt: as they are."""
+    return list(range(n))[::-1] if shots < CROSSED_HALVES_FROM else list(range(n))
+
+
 def _mean(rows: list[list[float]]) -> list[float]:
     return [sum(col) / len(rows) for col in zip(*rows)]
 
 
 def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kind: str,
-                     asks: list[tuple[Prepared, Any]]) -> Flow[list[list[float]]]:
+                     asks: list[tuple[Prepared, Any]], order: list[int] | None = None) -> Flow[list[list[float]]]:
     """One label distribution per (question, state) asked: the priors' raw material, kept in memory
     by the prompt they correct (with the state left out) and the readout that read them (the exact one or
     the top-k window: a prior measured through one is not the other's lean), so each is asked once.
@@ -109,7 +118,8 @@ def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kin
     Each is read as the answers are: a prefix several names share is read on (``alarm`` → ``_query``,
     ``_set``), and on an exact read a name of a shared token that does not lead gets its share of it. Read
     with the shared names floored, the prior called the model's strongest lean (the first option's
-    prefix) its weakest, and dividing by it crowned that prefix's names (issue 32)."""
+    prefix) its weakest, and dividing by it crowned that prefix's names (issue 32). Sent in ``order`` (default:
+    as listed), kept as listed."""
     opts = ask.options
     symbols = symbols_of(ask.prep, style.fmt)
     prompt = render(ask.prep, CONTENT_FREE[0], layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
@@ -119,25 +129,26 @@ def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kin
     known = ask.memory.prior_for(key, (len(asks), len(symbols)))
     if known is not None:
         return known
-    rows = []
-    for prep, state in asks:
+    rows: list[list[float]] = [[] for _ in asks]
+    for i in order or range(len(asks)):
+        prep, state = asks[i]
         messages = render(prep, state, layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
         fields, extra = request_fields(method, prep, opts.method_config, symbols)
         exact = still_exact(is_exact(fields, extra), ask.memory.refused_on((ask.model, surface)))
         ask.record.prior_calls += 1
         parsed = yield from call(ask, surface, messages, fields, extra)
         try:
-            rows.append(read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",
-                                    method=method, fold=style.fold, split=exact).probs)
+            rows[i] = read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",
+                                  method=method, fold=style.fold, split=exact).probs
         except AmbiguousNamesError as exc:
             if style.named_choice and SURFACES[surface].prefill:
                 calls = ask.record.usage.n_calls
                 ro = yield from continue_read(ask, surface, messages, fields, extra, symbols, exc, note=False)
                 ask.record.prior_calls += ask.record.usage.n_calls - calls
-                rows.append(ro.probs)
+                rows[i] = ro.probs
             else:  # no read-on here: the names of the shared token get its even share
                 best = split_shared(symbols, exc.best, exc.shared)
-                rows.append(softmax_labels(symbols, best, exc.returned, "floor", exc.token, method).probs)
+                rows[i] = softmax_labels(symbols, best, exc.returned, "floor", exc.token, method).probs
     ask.memory.store_prior(key, rows)
     return rows
 
