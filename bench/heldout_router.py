@@ -204,10 +204,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--offset", type=int, default=0, help="skip this many items per set first (a run continued)")
     ap.add_argument("--contenders", default=",".join(DEFAULT_CONTENDERS), help=f"of {','.join(CONTENDERS)}")
     ap.add_argument("--out", type=Path, help="the JSON (.json.gz: gzipped), saved after each set")
-    ap.add_argument("--table", type=Path, nargs="*", help="print the markdown table of saved runs and exit")
+    ap.add_argument("--table", type=Path, nargs="*", help="print the markdown table of saved runs (pooled per model "
+                    "and set, a later file's answers replacing an earlier one's; --sets to choose) and exit")
     args = ap.parse_args(argv)
     if args.table is not None:
-        print(table(args.table, load_sets()))
+        print(table(args.table, load_sets(), [n for n in args.sets.split(",") if n]))
         return 0
     if not args.out:
         ap.error("--out is required")

@@ -64,10 +64,14 @@ def pool(paths: Sequence[Path]) -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def _cell(s: dict[str, Any], c: str, field: str = "accuracy") -> str:
+    """One contender's figure; an accuracy over fewer items than the row's says over how many."""
     if c not in s:
         return "—"
     v = s[c][field]
-    return f"{v:.1%}" if field == "accuracy" else f"{v / 1000:.2f}" if field == "p50_ms" else f"{v:.1f}"
+    if field != "accuracy":
+        return f"{v / 1000:.2f}" if field == "p50_ms" else f"{v:.1f}"
+    fewer = s[c]["n"] < max(x["n"] for x in s.values())
+    return f"{v:.1%}" + (f" (of {s[c]['n']})" if fewer else "")
 
 
 def _row(model: str, name: str, entry: dict[str, Any], meta: dict[str, Any]) -> str:
@@ -76,13 +80,12 @@ def _row(model: str, name: str, entry: dict[str, Any], meta: dict[str, Any]) -> 
     kind = meta.get("kind", "?")
     n_opt = 2 if kind == "noul" else len(meta.get("criteria") or ())
     commits = sorted({r["commit"] for r in rows if r["contender"] == "jev"}) or ["—"]
-    below = "jev" in s and "langchain" in s and s["jev"]["right"] < s["langchain"]["right"]
+    below = "jev" in s and "langchain" in s and s["jev"]["accuracy"] < s["langchain"]["accuracy"]
     jev = _cell(s, "jev") if below or "jev" not in s else f"**{_cell(s, 'jev')}**"
     lit = f" (Literal: {_cell(s, 'langchain_lit')})" if "langchain_lit" in s else ""
     loads = entry["loads"]
     load = f"{min(loads):.1f}–{max(loads):.1f}" if loads else "?"
-    ns = sorted({v["n"] for v in s.values()})
-    return (f"| {name} ({'/'.join(map(str, ns))}) | {kind} | {n_opt} | {model} | {_cell(s, 'bare')} "
+    return (f"| {name} ({max(v['n'] for v in s.values())}) | {kind} | {n_opt} | {model} | {_cell(s, 'bare')} "
             f"| {jev}{' (below)' if below else ''} ({', '.join(commits)}) | {_cell(s, 'langchain')}{lit} "
             f"| {_cell(s, 'bare', 'p50_ms')} / {_cell(s, 'jev', 'p50_ms')} / {_cell(s, 'langchain', 'p50_ms')} s "
             f"| {_cell(s, 'langchain', 'output_tokens')} | {load} |")
@@ -93,17 +96,18 @@ def _total(model: str, entries: list[dict[str, Any]]) -> str:
     s = summarise(rows)["all"]
 
     def right(c: str) -> str:
-        return f"{_cell(s, c)} ({s[c]['right']}/{s[c]['n']})" if c in s else "—"
-    ahead = "jev" in s and s["jev"]["right"] >= s.get("langchain", {}).get("right", 0)
+        return f"{s[c]['accuracy']:.1%} ({s[c]['right']}/{s[c]['n']})" if c in s else "—"
+    ahead = "jev" in s and s["jev"]["accuracy"] >= s.get("langchain", {}).get("accuracy", 0)
     jev = f"**{right('jev')}**" if ahead else right("jev")
     return (f"| **all {len(entries)} sets** | | | {model} | {right('bare')} | {jev} "
             f"| {right('langchain')} | | | |")
 
 
-def table(paths: Sequence[Path], sets: dict[str, Any]) -> str:
-    """Markdown: one row per model and set over the saved runs, then each model's pooled row. Jev's
-    accuracy is bold where at or above the router's, marked ``(below)`` where under it."""
-    pooled = pool(paths)
+def table(paths: Sequence[Path], sets: dict[str, Any], only: Sequence[str] = ()) -> str:
+    """Markdown: one row per model and set over the saved runs (``only`` those sets, where given), then
+    each model's pooled row. Jev's accuracy is bold where at or above the router's, marked ``(below)``
+    where under it."""
+    pooled = {k: e for k, e in pool(paths).items() if not only or k[1] in only}
     lines = ["| set (items) | kind | options | model | bare | Jev (commit) | LangChain router "
              "| p50 bare / Jev / LangChain | LangChain tokens | load average |",
              "|---|---|---|---|---|---|---|---|---|---|"]
