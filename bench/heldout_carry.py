@@ -37,7 +37,8 @@ TODAY: dict[str, tuple[Path | None, bool]] = {
 }
 #: The forms compared for --forms (heldout_fit.FITS names): the shipped one and its nearest rivals.
 FORMS = ("as answered", "T pooled", "T per kind", "T + top per kind", "T(entropy)", "T(raw_entropy)",
-         "T(entropy, examples)", "T(entropy, log_k)", "T(log_k, examples)", "top(entropy)(entropy)")
+         "T(entropy, examples)", "T(entropy, log_k)", "T(log_k, examples)", "top(entropy)(entropy)",
+         "T(entropy), every kind's own", hf.OWN_KINDS)
 ECE_ZERO, ECE_ONE, MIN_N, GATE_PREC, MIN_KEPT = 0.08, 0.06, 150, 0.90, 20
 Key = tuple[str, int]
 
@@ -131,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("raw", type=Path, nargs="+")
     ap.add_argument("--model", default="qwen2.5-coder-0.5b", choices=sorted(TODAY))
-    ap.add_argument("--form", default=hf.SHIPPED_FIT, help="the form fitted (heldout_fit.FITS)")
+    ap.add_argument("--form", default="", help="the form fitted (heldout_fit.FITS; default: the model's shipped one)")
     ap.add_argument("--forms", action="store_true", help="the forms of FORMS compared, one line each, only")
     ap.add_argument("--debias", action="store_true", help="debias strength per kind, only")
     ap.add_argument("--sets", default="", help="only these sets (comma-separated)")
@@ -152,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(hf.summary(decisions, FORMS))
     else:
         heldout_rows = {k: v for p in paths for k, v in json.loads(read_run(p))["meta"].get("heldout_rows", {}).items()}
-        print(rows(decisions, args.model, heldout_rows, args.form))
+        print(rows(decisions, args.model, heldout_rows, args.form or hf.shipped_fit(args.model)))
     return 0
 
 

@@ -12,6 +12,7 @@ import random
 
 import pytest
 
+from jev_shared.answers import ChoiceAnswer, NoulAnswer
 from jev_shared.calibration import GLOBAL, Calibrator, Context, FeatureMap, Record, metrics
 from jev_shared.calibration.map import FEATURES, undivided
 from jev_shared.calibration.map_fit import fit_temperature_map, fit_top_map
@@ -153,3 +154,24 @@ def test_the_shipped_map_gives_its_known_numbers() -> None:
         0.5613, abs=1e-3)  # a timid yes/no: sharpened
     bold = cal._temper({"a": 0.97, "b": 0.02, "c": 0.01}, GLOBAL, Context())["a"]  # noqa: SLF001
     assert bold == pytest.approx(0.8998, abs=1e-3)  # a bold answer (spread 0.15): softened
+
+
+def test_a_map_per_kind_is_found_by_the_engines_keys_and_round_trips() -> None:
+    """A calibration file may hold a map per kind (the 1.5B's since issue 32's second fit): the engine's
+    ``key_for`` finds a kind's key by its temperature entry, with or without examples, and every other kind
+    takes the global map; a file with one map (the 0.5B's) reads as before."""
+    glob = FeatureMap("temperature", {"1": -0.5})
+    noul = FeatureMap("temperature", {"1": 0.5})
+    cal = Calibrator({GLOBAL: 1.0, "*noul": 1.0, "*noul+examples": 1.0}, {GLOBAL: 0.9},
+                     maps={GLOBAL: glob, "*noul": noul, "*noul+examples": noul})
+    again = Calibrator.from_dict(cal.to_dict())
+    assert again.to_dict() == cal.to_dict()
+    yes = NoulAnswer(noul=0.8)
+    choice = ChoiceAnswer(choice="a", probabilities={"a": 0.8, "b": 0.2}, confidence=0.8)
+    assert again.key_for("q", "noul", True) == "*noul+examples" and again.key_for("q", "choice") == GLOBAL
+    assert again.apply(yes, again.key_for("q", "noul")).noul > 0.8  # the nouls' own: sharper
+    assert again.apply(choice, again.key_for("q", "choice")).probabilities["a"] < 0.8  # the global one: softer
+    from jev_shared.calibration import shipped
+
+    small = shipped("qwen2.5-coder-0.5b")
+    assert small is not None and set(small.maps) == {GLOBAL} and small.key_for("q", "noul") == GLOBAL
