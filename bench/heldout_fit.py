@@ -279,8 +279,8 @@ def debias_table(decisions: Sequence[Decision]) -> str:
 SHIPPED_FIT = "T(entropy)"
 
 
-#: Each model's shipped form where it is not SHIPPED_FIT: the 1.5B's, held out on 17 public sets, meets ECE ≤ 0.08
-#: on two of the seven sets with 150+ answers (one), with a lower pooled log loss (docs/quality.md).
+#: Each model's form where it is not SHIPPED_FIT: the 1.5B's, left out on 17 public sets, ECE ≤ 0.08 on 2 of
+#: the 7 sets with 150+ answers (one map for every kind: 1) and a lower pooled log loss (docs/quality.md).
 SHIPPED_FITS = {"qwen2.5-coder-1.5b": OWN_KINDS}
 
 
