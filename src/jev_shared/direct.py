@@ -102,7 +102,7 @@ def _request(target: HttpTarget, route: str, own_timeout: Any, kwargs: dict[str,
 
 def _timeout(http: Any, value: Any) -> Any:
     """A timeout the HTTP client takes: a number or None as is, a ``Timeout`` of another httpx as its own kind."""
-    own = getattr(http, "timeout", None)
+    own: Any = getattr(http, "timeout", None)
     if value is None or isinstance(value, (int, float)) or not hasattr(own, "as_dict") or isinstance(value, type(own)):
         return value
     return type(own)(**value.as_dict())
