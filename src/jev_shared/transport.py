@@ -131,6 +131,8 @@ def provider_message(exc: BaseException) -> str:
             return str(err["message"])
         if isinstance(err, str):
             return err
+    if isinstance(body, str) and body.strip():
+        return body.strip()  # a text body is the provider's words (openai 2.x says them, 3.x only "Error code: N")
     return str(exc)
 
 
