@@ -1,4 +1,4 @@
-"""Zero-shot prompts kept as llama.cpp's own KV cache (src/jev_shared/slots.py), on the real embedded server.
+"""Zero-shot prompts kept as llama.cpp's own KV cache (src/jev_shared/local/slots.py), on the real embedded server.
 
 SmolLM2 (the wire model). What is checked is what the server itself reports: the tokens a reply had
 to read anew (``timings.prompt_n``) and the tokens a kept file holds.
@@ -19,8 +19,8 @@ from jev_shared import AsyncSystemOneClient, Choice, Example, Noul, SystemOneCli
 from jev_shared.backend import Backend, describe
 from jev_shared.calls import Call
 from jev_shared.local import WIRE_MODEL, LocalServer
+from jev_shared.local.slots import SlotCache
 from jev_shared.prompt import state_block
-from jev_shared.slots import SlotCache
 
 pytestmark = pytest.mark.slow
 
@@ -156,7 +156,7 @@ def test_the_async_client_restores_them_too(tmp_path: Path) -> None:
 
 def test_a_prompt_past_the_token_cap_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A long prompt (a reranker's passages, read once) is answered but not written: its file would be many MB."""
-    monkeypatch.setattr("jev_shared.slots.MAX_PROMPT_TOKENS", 40)  # the rules alone are longer
+    monkeypatch.setattr("jev_shared.local.slots.MAX_PROMPT_TOKENS", 40)  # the rules alone are longer
     with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
         resp = _client(srv).system_one(STATE, QUESTIONS)
     assert set(resp.answers) == set(QUESTIONS) and list(tmp_path.glob("*.bin")) == []
@@ -168,9 +168,9 @@ def test_the_least_recently_used_files_go_past_the_count_or_the_bytes(tmp_path: 
     for i in range(5):  # f0 oldest ... f4 newest, 10 bytes each
         (tmp_path / f"f{i}.bin").write_bytes(b"x" * 10)
         os.utime(tmp_path / f"f{i}.bin", (1_000_000 + i, 1_000_000 + i))
-    monkeypatch.setattr("jev_shared.slots.MAX_FILES", 4)
+    monkeypatch.setattr("jev_shared.local.slots.MAX_FILES", 4)
     cache._prune()
     assert sorted(p.name for p in tmp_path.glob("*.bin")) == ["f1.bin", "f2.bin", "f3.bin", "f4.bin"]
-    monkeypatch.setattr("jev_shared.slots.MAX_BYTES", 25)
+    monkeypatch.setattr("jev_shared.local.slots.MAX_BYTES", 25)
     cache._prune()
     assert sorted(p.name for p in tmp_path.glob("*.bin")) == ["f3.bin", "f4.bin"]

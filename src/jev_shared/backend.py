@@ -42,7 +42,7 @@ class Backend:
     surfaces: tuple[str, ...] | None = None
     #: the server's own tokenizer (``text -> ids``), for token counts and the exact readout
     tokenize: Tokenize | None = None
-    #: the server's kept prompts (a :class:`~jev_shared.slots.SlotCache`), or None
+    #: the server's kept prompts (a :class:`~jev_shared.local.slots.SlotCache`), or None
     slots: Any = None
     #: cache policy: learn into the per-user memory file (``Memory.user_cache()``) rather than a fresh memory
     user_cache: bool = False

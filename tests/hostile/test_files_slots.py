@@ -12,8 +12,8 @@ from typing import Any
 
 from jev_shared import Choice, SystemOneClient
 from jev_shared.calls import Call, Reply
+from jev_shared.local.slots import SlotCache
 from jev_shared.prompt import state_block
-from jev_shared.slots import SlotCache
 from tests.helpers import Request, provider
 from tests.helpers import replies as r
 

@@ -39,11 +39,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .asking import REPAIR_PREFIX
-from .calls import Call, Reply
-from .files import read_bytes, write_atomic
-from .priors import CONTENT_FREE
-from .prompt import state_block
+from ..asking import REPAIR_PREFIX
+from ..calls import Call, Reply
+from ..files import read_bytes, write_atomic
+from ..priors import CONTENT_FREE
+from ..prompt import state_block
 
 #: Files kept per model (about 12 KB a token for the 0.5B model: ~1.6 MB a question's prompt).
 MAX_FILES = 32
