@@ -9,6 +9,7 @@ shared is read by a continuation call (:mod:`flows`). Letters are the last resor
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -57,15 +58,42 @@ _ALPHA_RUN = re.compile(r"[A-Za-z]+")
 Fold = Callable[[str], str | None]
 
 
+#: The most tokens one fold remembers (a model's vocabulary bounds them; this bounds the memory).
+_MEMO_SIZE = 4096
+_MISS = object()
+
+
+def _memoized(fold: Fold) -> Fold:
+    """``fold`` remembering its answer per token: a window's tokens recur from reply to reply, and a fold is a
+    pure function of the token (folds are built once per label set, below)."""
+    memo: dict[str, str | None] = {}
+
+    def folded(token: str) -> str | None:
+        label = memo.get(token, _MISS)
+        if label is _MISS:
+            label = fold(token)
+            if len(memo) < _MEMO_SIZE:
+                memo[token] = label
+        return label  # type: ignore[return-value]
+
+    return folded
+
+
 def letter_fold(labels: Sequence[str]) -> Fold:
+    return _letter_fold(tuple(labels))
+
+
+@functools.lru_cache(maxsize=256)
+def _letter_fold(labels: tuple[str, ...]) -> Fold:
     label_set = frozenset(labels)
-    return lambda token: fold_label(token, label_set)
+    return _memoized(lambda token: fold_label(token, label_set))
 
 
+@functools.lru_cache(maxsize=16)
 def digit_fold(n: int) -> Fold:
     """Score levels as digits: an exact single digit only, so "10" or "1." cannot blur a level."""
     digits = frozenset(str(i) for i in range(n))
-    return lambda token: token.strip() if token.strip() in digits else None
+    return _memoized(lambda token: token.strip() if token.strip() in digits else None)
 
 
 def yes_no_fold(token: str) -> str | None:
@@ -115,7 +143,13 @@ def aliases_for(names: Sequence[str], descriptions: Sequence[str] = ()) -> tuple
     ``choice_1`` … → ``1`` …); then, within each group that still shares a first word, that word goes
     where a member has more. Names that need none of this, or whose aliases would not be unique or
     would start one another, are returned as they are (a shared prefix is read by a continuation call).
+    Worked out once per option set (a question's options do not change between calls).
     """
+    return _aliases_for(tuple(names), tuple(descriptions))
+
+
+@functools.lru_cache(maxsize=1024)
+def _aliases_for(names: tuple[str, ...], descriptions: tuple[str, ...]) -> tuple[str, ...]:
     if not names_collide(names):
         return tuple(names)
     words = [_words(n) for n in names]
@@ -168,6 +202,11 @@ def token_checked_aliases(keys: Sequence[str], descriptions: Sequence[str],
 def name_fold(names: Sequence[str]) -> Fold:
     """A token counts for an option name when it starts that name (case-insensitive, spaces and
     punctuation stripped); a token that starts several names is AMBIGUOUS."""
+    return _name_fold(tuple(names))
+
+
+@functools.lru_cache(maxsize=256)
+def _name_fold(names: tuple[str, ...]) -> Fold:
     lowered = [n.lower() for n in names]
 
     def fold(token: str) -> str | None:
@@ -179,7 +218,7 @@ def name_fold(names: Sequence[str]) -> Fold:
             return AMBIGUOUS
         return hits[0] if hits else None
 
-    return fold
+    return _memoized(fold)
 
 
 def names_collide(names: Sequence[str]) -> bool:

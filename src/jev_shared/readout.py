@@ -115,8 +115,7 @@ def read_labels(
         return Readout([1.0], sampled=sampled, logprobs={labels[0]: 0.0})
     if sampled_lp is None:
         raise LabelReadoutError(f"no logprob for the answer token {sampled!r} (method={method!r})")
-    others = [c for c in window if str(_get(c, "token")) != sampled or _get(c, "logprob") != sampled_lp]
-    if not others:
+    if not any(str(_get(c, "token")) != sampled or _get(c, "logprob") != sampled_lp for c in window):
         raise LabelReadoutError(
             f"the answer token's top_logprobs held nothing but the sampled token (method={method!r}); one "
             "logprob is not a distribution: raise top_logprobs, or use method='structured' or 'discrete'",
@@ -159,16 +158,19 @@ def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], l
     ambiguous, ambiguous_token, ambiguous_id = -math.inf, "", None
     returned: list[float] = []
     for cand in candidates:
-        lp = _get(cand, "logprob")
+        if type(cand) is dict:  # the lean wire path's replies: read ~20 times a reply
+            lp, raw = cand.get("logprob"), cand.get("token")
+        else:
+            lp, raw = _get(cand, "logprob"), _get(cand, "token")
         if lp is None:  # a null alternative is simply not reported
             continue
         lp = float(lp)
-        if math.isnan(lp) or lp == math.inf:
-            raise LabelReadoutError(f"non-finite logprob {lp!r} for token {_get(cand, 'token')!r}")
+        if lp != lp or lp == math.inf:  # NaN, +inf
+            raise LabelReadoutError(f"non-finite logprob {lp!r} for token {raw!r}")
         returned.append(lp)
-        label = fold(str(_get(cand, "token") or ""))
+        token = raw if type(raw) is str else str(raw or "")
+        label = fold(token)
         if label == AMBIGUOUS:
-            token = str(_get(cand, "token") or "")
             shared[token] = max(lp, shared.get(token, -math.inf))
             if lp > ambiguous:
                 ambiguous, ambiguous_token, ambiguous_id = lp, token, _get(cand, "id")

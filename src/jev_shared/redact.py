@@ -1,11 +1,13 @@
-"""Redact credentials from anything that reaches debug output, logs or error texts."""
+"""Redact credentials from anything that reaches debug output, logs or error texts (and find those a client carries)."""
 
 from __future__ import annotations
 
+import base64
 import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 SECRET_KEYS = re.compile(r"(authorization|api[-_]?key|x-api-key|secret|token|password|cookie|organization)$", re.I)
 SECRET_VALUES = re.compile(r"(sk-[A-Za-z0-9_-]{8,}|(?:Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,})", re.I)
@@ -59,3 +61,51 @@ def redact(value: Any, secrets: tuple[str, ...] = ()) -> Any:
     if isinstance(value, str):
         return redact_text(value, secrets)
     return value
+#: Header names whose values carry no credential (the SDKs' own platform headers start ``x-stainless-``).
+PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "connection", "content-type", "user-agent"})
+
+
+def client_secrets(client: Any) -> tuple[str, ...]:
+    """Every credential the client carries, so an echo of one is redacted whatever its shape: its keys,
+    its header values (a proxy's token, a cookie: each part too), its base URL's ``user:password`` and the
+    ``Basic`` credential httpx makes of it, its http client's cookies."""
+    found = [v for v in (getattr(client, "api_key", None), getattr(client, "auth_token", None)) if isinstance(v, str)]
+    http = getattr(client, "_client", None)  # the SDK's httpx client: headers and cookies of its own
+    for headers in (_headers(client, "default_headers"), _headers(http, "headers")):
+        for name, value in headers:
+            if name.lower() not in PLAIN_HEADERS and not name.lower().startswith("x-stainless"):
+                found += [value, *_parts(value)]
+    cookies = getattr(http, "cookies", None)
+    if cookies is not None:
+        try:
+            found += [str(v) for v in cookies.values()]
+        except (TypeError, AttributeError, RuntimeError):
+            pass
+    found += _userinfo(getattr(client, "base_url", None))
+    return tuple(dict.fromkeys(v for v in found if len(v) >= 6))
+
+
+def _headers(obj: Any, name: str) -> list[tuple[str, str]]:
+    try:
+        items = getattr(obj, name, None)
+        return [(str(k), v) for k, v in dict(items or {}).items() if isinstance(v, str)]
+    except (TypeError, ValueError, AttributeError):
+        return []
+
+
+def _parts(value: str) -> list[str]:
+    """A header value's pieces that may be echoed alone: ``Bearer X`` / ``Basic X``'s X, a cookie's values."""
+    scheme, _, rest = value.partition(" ")
+    parts = [rest.strip()] if rest and scheme.lower() in ("bearer", "basic", "token") else []
+    return parts + [v.strip() for _, eq, v in (c.partition("=") for c in value.split(";")) if eq and v.strip()]
+
+
+def _userinfo(url: Any) -> list[str]:
+    """A base URL's ``user:password`` as sent (httpx makes it ``Authorization: Basic base64(user:password)``)."""
+    if url is None:
+        return []
+    parts = urlsplit(str(url))
+    if parts.password is None:
+        return []
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password)}"
+    return [pair, unquote(parts.password), parts.password, base64.b64encode(pair.encode()).decode()]
