@@ -28,6 +28,9 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from .labels import AMBIGUOUS, Fold
+from .readout import answer_entry
+
 #: Added to each answer token's logit: far above any logit gap, so no other token outranks one of them.
 EXACT_BIAS = 100
 #: What ``debug["readout"]["source"]`` says of an exact read.
@@ -60,6 +63,50 @@ def exact_ids(symbols: Sequence[str], table: Mapping[str, int] | None) -> list[i
         ids += [table[s] for s in spellings(word) if s in table]
     unique = sorted(set(ids))
     return unique if len(unique) <= MAX_EXACT_TOKENS else None
+
+
+def own_token_fold(fold: Fold | None, logprobs: Any, table: Mapping[str, int] | None,
+                   symbols: Sequence[str]) -> Fold | None:
+    """``fold``, with a token that starts several names as text but is, by the server's tokenizer, the first
+    token of one name's spellings only counted for that name (the reply's ids say which token is which).
+
+    ``closely related`` starts with the token ``c``, which also spells the start of ``completely unrelated``
+    (whose own first token is ``com``); read as shared, ``c`` was nobody's and the name was read by `` closely``
+    alone (log P ≈ −9). A model writes a name in its tokenizer's own pieces, so ``c`` is ``closely``'s. A token
+    that is the first token of several names (``alarm`` of ``alarm_query`` / ``alarm_set``) stays shared."""
+    if fold is None or not table:
+        return fold
+    owners: dict[int, set[str]] = {}
+    for name in symbols:
+        for spelled in spellings(name):
+            if spelled in table:
+                owners.setdefault(table[spelled], set()).add(name)
+    own: dict[str, str | None] = {}
+    for token, tid in _candidates(logprobs):
+        names = owners.get(tid, set())
+        if len(names) == 1 and fold(token) == AMBIGUOUS:
+            name = next(iter(names))
+            own[token] = name if own.get(token, name) == name else None  # one text, two owners: shared
+    kept = {t: n for t, n in own.items() if n is not None}
+    return (lambda token: kept.get(token) or fold(token)) if kept else fold
+
+
+def _candidates(logprobs: Any) -> list[tuple[str, int]]:
+    """(token, id) of the answer token and its alternatives, where the reply gives ids (llama.cpp does)."""
+    entries = _get(logprobs, "content")
+    if not entries:
+        return []
+    entry = answer_entry(entries, None)
+    out = []
+    for cand in [entry, *(_get(entry, "top_logprobs") or _get(entry, "top_probs") or [])]:
+        token, tid = _get(cand, "token"), _get(cand, "id")
+        if isinstance(token, str) and isinstance(tid, int) and not isinstance(tid, bool):
+            out.append((token, tid))
+    return out
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
 def exact_fields(ids: Sequence[int]) -> tuple[dict[str, Any], dict[str, Any]]:

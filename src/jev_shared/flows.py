@@ -20,7 +20,7 @@ from .answers import Answer, answer_confidence, build_answer
 from .asking import Ask, ask_until_read, call
 from .calls import Flow, Reply
 from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError, MalformedAnswerError, ProviderError
-from .exact import EXACT_SOURCE, is_exact, still_exact
+from .exact import EXACT_SOURCE, is_exact, own_token_fold, still_exact
 from .faults import cannot_carry, logprobs_value_complaint
 from .json_readout import parse_object, read_json, strip_think
 from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, style_for
@@ -130,8 +130,10 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
     def read(parsed: Parsed) -> Any:
         if not (parsed.content or "").strip() and parsed.reasoning and not _has_tokens(parsed.logprobs):
             raise LabelReadoutError("the server sent reasoning but no answer (a reasoning-only reply); turn thinking off")
+        split = exact_now()
+        fold = own_token_fold(style.fold, parsed.logprobs, opts.token_ids, symbols) if split else style.fold
         ro = read_labels(parsed.logprobs, symbols, content=parsed.content, missing=missing,
-                         method=method, fold=style.fold, split=exact_now())
+                         method=method, fold=fold, split=split)
         if ro.no_signal and opts.strict_labels:
             raise LabelReadoutError(f"first token {ro.sampled!r} is not one of the labels {list(symbols)}, nor is any "
                                     "token in the window")

@@ -13,7 +13,7 @@ from typing import Any
 
 from .asking import Ask, call
 from .calls import Flow
-from .exact import is_exact, still_exact
+from .exact import is_exact, own_token_fold, still_exact
 from .labels import AmbiguousNamesError, LabelStyle
 from .methods import request_fields
 from .models import debias_strength
@@ -138,8 +138,9 @@ def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kin
         ask.record.prior_calls += 1
         parsed = yield from call(ask, surface, messages, fields, extra)
         try:
+            fold = own_token_fold(style.fold, parsed.logprobs, opts.token_ids, symbols) if exact else style.fold
             rows[i] = read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",
-                                  method=method, fold=style.fold, split=exact).probs
+                                  method=method, fold=fold, split=exact).probs
         except AmbiguousNamesError as exc:
             if style.named_choice and SURFACES[surface].prefill:
                 calls = ask.record.usage.n_calls
@@ -153,6 +154,6 @@ def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kin
     return rows
 
 
-#: In the prior's memory key: rows read the way the answers are (a shared prefix read on), not the rows an
-#: earlier version kept with those names floored.
-READ_ON_TAG = "+read-on"
+#: In the prior's memory key: rows read the way the answers are (a shared prefix read on; a token that is one
+#: name's own first token counted for it, exact.own_token_fold), not the rows an earlier version kept.
+READ_ON_TAG = "+read-on+own"
