@@ -8,7 +8,6 @@ naming the field, before any request is sent.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -137,9 +136,8 @@ class Options:
         by ``__post_init__`` (``self`` itself when nothing changes, the common call)."""
         if not changes:
             return self
-        new = copy.copy(self)
-        for name, value in changes.items():
-            object.__setattr__(new, name, value)
+        new = object.__new__(type(self))  # what copy.copy does, without its reduce protocol (a third of the cost)
+        new.__dict__.update(self.__dict__, **changes)
         return new
 
     @classmethod

@@ -260,6 +260,8 @@ MAX_STATE_DEPTH = 100
 
 def _text_fault(text: str) -> str | None:
     """Why a string cannot go over the wire (a lone surrogate is not UTF-8), or None."""
+    if text.isascii():  # a flag the string carries: no scan, no copy
+        return None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -270,27 +272,44 @@ def _text_fault(text: str) -> str | None:
 def _state_fault(value: Any, path: str) -> str | None:
     """The first thing in a JSON-like value that cannot be sent (NaN, too deep, bad text), or None.
 
-    Iterative, so a value nested thousands deep is refused rather than overflowing the stack."""
-    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    Iterative, so a value nested thousands deep is refused rather than overflowing the stack. A path is
+    written out only for a fault (``_where``): each item carries its parent's and its own key."""
+    stack: list[tuple[Any, Any, Any, int]] = [(value, None, path, 0)]
     while stack:
-        item, where, depth = stack.pop()
+        item, parent, key, depth = stack.pop()
+        if type(item) is str and depth <= MAX_STATE_DEPTH:  # the common leaf first
+            bad = _text_fault(item)
+            if bad:
+                return f"{bad} at {_where(parent, key)}"
+            continue
         if depth > MAX_STATE_DEPTH:
-            return f"nests deeper than {MAX_STATE_DEPTH} levels (at {where[:80]}…)"
+            return f"nests deeper than {MAX_STATE_DEPTH} levels (at {_where(parent, key)[:80]}…)"
         if isinstance(item, float) and not math.isfinite(item):
-            return f"holds a NaN or Infinity at {where}; JSON cannot carry it"
+            return f"holds a NaN or Infinity at {_where(parent, key)}; JSON cannot carry it"
         if isinstance(item, str):
             bad = _text_fault(item)
             if bad:
-                return f"{bad} at {where}"
+                return f"{bad} at {_where(parent, key)}"
         elif isinstance(item, Mapping):
+            here = (parent, key)
             for k, v in item.items():
                 bad = _text_fault(k) if isinstance(k, str) else None
                 if bad:
-                    return f"{bad} in a key at {where}"
-                stack.append((v, f"{where}.{k}", depth + 1))
+                    return f"{bad} in a key at {_where(parent, key)}"
+                stack.append((v, here, f".{k}", depth + 1))
         elif isinstance(item, (list, tuple)):
-            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
+            here = (parent, key)
+            stack.extend((v, here, f"[{i}]", depth + 1) for i, v in enumerate(item))
     return None
+
+
+def _where(parent: Any, key: str) -> str:
+    """The path ``_state_fault`` names: the root's name, then each ``.key`` and ``[i]`` down to the item."""
+    parts = [key]
+    while parent is not None:
+        parent, key = parent
+        parts.append(key)
+    return "".join(reversed(parts))
 
 
 def question_text_fault(q: BaseModel) -> tuple[str, str] | None:
