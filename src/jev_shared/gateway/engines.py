@@ -67,12 +67,9 @@ class EnginePool:
         """A new engine client; its openai client shares the backend's connection pool, and the memory."""
         base = self._openai.get(model)
         if base is None:
-            import openai
-
-            base = backend.mark(openai.AsyncOpenAI(base_url=backend.base_url, api_key=backend.api_key,
-                                                   max_retries=0))
-            self._openai[model] = base
-        http = base.with_options(timeout=timeout_s) if timeout_s else base  # a copy keeps its Backend (backend.py)
+            base = self._openai[model] = backend.sdk_client()
+        # a copy keeps its Backend (backend.py) and its HTTP client; the direct post takes the copy's timeout
+        http = base.with_options(timeout=timeout_s) if timeout_s else base
         cal = self.config.calibration  # --calibration's calibrator, else the engine's default (the shipped one)
         calibrator: Calibrator | str = cal.calibrator if cal is not None and cal.calibrator is not None else "auto"
         return AsyncSystemOneClient(http, model=backend.model, api=backend.api, method=self.config.method,
@@ -96,5 +93,6 @@ class EnginePool:
                 for model in self.models}
 
     async def aclose(self) -> None:
+        """Close every model's openai client, and with it the HTTP client it was built over."""
         for client in self._openai.values():
             await client.close()
