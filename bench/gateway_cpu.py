@@ -4,10 +4,14 @@ Three processes: the stub backend (latency 0), ``jev serve`` (keys on, access lo
 this one, the client. The gateway's CPU is read from ``/proc/<pid>/stat`` (user + system, all its
 threads) around ``--cpu-n`` sequential requests after a warm-up; the engine's (sync on threads, async
 over ``openai.AsyncOpenAI``, the gateway's own path) and a plain ``httpx`` post, the floor, are this
-process's ``time.process_time``. ``--compare ROOT`` runs a second gateway from another checkout
-(``/work/main``) in the same run, the two taking turns round by round.
+process's ``time.process_time``. Beside them, the floor under any gateway on these parts: uvicorn with
+the gateway's settings serving a bare ASGI app (bench/asgi_floor.py), answering at once
+(``uvicorn_floor_in``) and after one backend post with the SDK's async HTTP client
+(``uvicorn_floor_post``). ``--compare ROOT`` runs a second gateway from another checkout (``/work/main``)
+in the same run, the two taking turns round by round.
 
     python bench/gateway_cpu.py [--cpu-n 400] [--rounds 3] [--compare /work/main] [--profile out.txt]
+                                [--no-engine]  # the post, the floors and the gateways only
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from cpu import cpu_per_call  # noqa: E402
 from served import Served  # noqa: E402
 
 from jev_shared import AsyncSystemOneClient, Choice, Memory, SystemOneClient  # noqa: E402
+from jev_shared.local import free_port  # noqa: E402
 
 STUB = """
 import sys, time
@@ -63,6 +68,18 @@ def served(root: Path, backend: str, workers: int = 1) -> Served:
     """``jev serve`` from checkout ``root`` over the stub ``backend``, its memory in the process."""
     extra = ["--workers", str(workers)] if workers > 1 else []
     return Served(["--no-cache", "--backend-url", backend, "--model", "stub", *extra], KEY, root)
+
+
+class Floor(Served):
+    """bench/asgi_floor.py under uvicorn with the gateway's settings: ``mode`` "in" (receive and answer only) or
+    "post" (and one backend post with the SDK's async HTTP client): the floor under any gateway on these parts."""
+
+    def __init__(self, backend: str, mode: str) -> None:  # Served's readiness and exit, another command
+        self.port = free_port()
+        self.proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "asgi_floor.py"), str(self.port), backend,
+                                      mode], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.health = {}
 
 
 def body_for(questions: dict[str, Any]) -> bytes:
@@ -112,13 +129,9 @@ def engine_figures(backend: str, n: int) -> dict[str, float]:
     """The floor (httpx post) and the engine alone, sync and async, one and eight questions."""
     import openai
 
-    plain = httpx.Client()
-    req = {"model": "stub", "messages": [{"role": "user", "content": STATE}], "max_tokens": 1, "logprobs": True,
-           "top_logprobs": 20, "temperature": 0}
     sync = SystemOneClient(openai.OpenAI(base_url=backend, api_key="k"), model="stub", api="chat_completions",
                            memory=Memory())
-    out = {"httpx_post_ms": cpu_per_call(lambda: json.loads(plain.post(backend + "/chat/completions", json=req).content),
-                                       n)}
+    out = {"httpx_post_ms": post_ms(backend, n)}
     for name, qs in SETS.items():
         out[f"engine_sync_{name}_ms"] = cpu_per_call(lambda qs=qs: sync.system_one(STATE, qs), n)
         out[f"engine_async_{name}_ms"] = async_cpu_ms(backend, qs, n)
@@ -126,7 +139,15 @@ def engine_figures(backend: str, n: int) -> dict[str, float]:
     return out
 
 
-def run_cpu(n: int, rounds: int, compare: list[Path], workers: int = 1) -> dict[str, Any]:
+def post_ms(backend: str, n: int) -> float:
+    """The floor: a plain ``httpx`` post of a Chat Completions body, its JSON read, this process's CPU."""
+    plain = httpx.Client()
+    req = {"model": "stub", "messages": [{"role": "user", "content": STATE}], "max_tokens": 1, "logprobs": True,
+           "top_logprobs": 20, "temperature": 0}
+    return cpu_per_call(lambda: json.loads(plain.post(backend + "/chat/completions", json=req).content), n)
+
+
+def run_cpu(n: int, rounds: int, compare: list[Path], workers: int = 1, engine: bool = True) -> dict[str, Any]:
     """Every contender, ``rounds`` times in turn; the median of each. Needs nothing else running."""
     stub = subprocess.Popen([sys.executable, "-c", STUB.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True)
     try:
@@ -135,8 +156,13 @@ def run_cpu(n: int, rounds: int, compare: list[Path], workers: int = 1) -> dict[
         samples: dict[str, list[float]] = {}
         http = httpx.Client(headers={"authorization": f"Bearer {KEY}"}, timeout=60)
         for _ in range(rounds):
-            for name, value in engine_figures(backend, n).items():
+            own = engine_figures(backend, n) if engine else {"httpx_post_ms": post_ms(backend, n)}
+            for name, value in own.items():
                 samples.setdefault(name, []).append(value)
+            for mode in ("in", "post"):
+                with Floor(backend, mode) as floor:
+                    samples.setdefault(f"uvicorn_floor_{mode}_ms", []).append(
+                        gateway_cpu_ms(floor, http, body_for(SETS["1q"]), n))
             for label, root in roots.items():
                 with served(root, backend, workers) as gw:
                     for qname, qs in SETS.items():
@@ -229,6 +255,7 @@ def main() -> None:
     p.add_argument("--profile", type=Path, help="write a cProfile of the gateway process here (and no figures)")
     p.add_argument("--profile-engine", type=Path, help="write a cProfile of the async engine here")
     p.add_argument("--json", type=Path)
+    p.add_argument("--no-engine", action="store_true", help="the post, the floors and the gateways only")
     args = p.parse_args()
     if args.profile or args.profile_engine:
         if args.profile:
@@ -236,7 +263,7 @@ def main() -> None:
         if args.profile_engine:
             profile_async_engine(args.cpu_n, args.profile_engine)
         return
-    result = run_cpu(args.cpu_n, args.rounds, args.compare)
+    result = run_cpu(args.cpu_n, args.rounds, args.compare, engine=not args.no_engine)
     print(json.dumps(result, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
