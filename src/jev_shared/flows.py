@@ -143,7 +143,7 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
         return isinstance(exc, LabelReadoutError) and not exc.provider_cannot and not isinstance(exc, AmbiguousNamesError)
 
     def exact_now() -> bool:  # a refused exact field was dropped and the window read (surface_vllm.py)
-        return still_exact(exact, ask.memory.refused_on((ask.model, rec.surfaces[-1])))
+        return exact and still_exact(exact, ask.memory.refused_on((ask.model, rec.surfaces[-1])))
 
     repair = f"Reply with exactly one of these labels and nothing else: {', '.join(symbols)}."
     messages = render(prep, ask.state, layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]

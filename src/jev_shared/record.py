@@ -60,10 +60,7 @@ def hosted_records(preps: list[Prepared], rec: Record, api: str) -> list[Record]
 def assemble(model: str, preps: list[Prepared], answers: list[Answer], records: list[Record], *,
              server_limits: list[str], started: float, debug: bool) -> SystemOneResponse:
     """The response: answers in question order, usage summed, and the debug dict."""
-    usage = Usage()
-    for rec in records:
-        usage.merge(rec.usage)
-    usage.latency_ms = (time.perf_counter() - started) * 1000.0
+    usage = _summed(records, (time.perf_counter() - started) * 1000.0)
     apis = {p.id: r.surfaces[-1] for p, r in zip(preps, records) if r.surfaces}
     dbg: dict[str, Any] = {"api": next(iter(set(apis.values()))) if len(set(apis.values())) == 1 else "mixed",
                            "apis": apis, "methods": {}, "passes": {}, "labels_missing": {}, "no_signal": [],
@@ -82,3 +79,19 @@ def assemble(model: str, preps: list[Prepared], answers: list[Answer], records: 
     if debug:
         dbg["questions"] = {p.id: {"readout": r.readout, "attempts": r.attempts} for p, r in zip(preps, records)}
     return SystemOneResponse(model=model, answers=dict(zip((p.id for p in preps), answers)), usage=usage, debug=dbg)
+
+
+def _summed(records: list[Record], latency_ms: float) -> Usage:
+    """The records' usage summed as ``Usage.merge`` sums it (a token count one of them lacks is None), built
+    once: each assignment to a pydantic model runs its validator's setattr."""
+    tokens_in: int | None = 0
+    tokens_out: int | None = 0
+    calls = retries = 0
+    for rec in records:
+        u = rec.usage
+        tokens_in = None if tokens_in is None or u.input_tokens is None else tokens_in + u.input_tokens
+        tokens_out = None if tokens_out is None or u.output_tokens is None else tokens_out + u.output_tokens
+        calls += u.n_calls
+        retries += u.n_retries
+    return Usage(input_tokens=tokens_in, output_tokens=tokens_out, n_calls=calls, n_retries=retries,
+                 latency_ms=latency_ms)

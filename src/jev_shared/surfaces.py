@@ -245,6 +245,8 @@ def _check_types(p: Parsed) -> None:
         if window is not None and not isinstance(window, list):
             raise TypeError("top_logprobs is not a list")
         for alt in window or []:
+            if type(alt) is dict and type(alt.get("token")) is str and type(alt.get("logprob")) is float:
+                continue  # the common case, ~20 times a reply, without a call
             if not isinstance(alt, dict):
                 raise TypeError("a top_logprobs entry is not an object")
             _check_logprob(alt)
