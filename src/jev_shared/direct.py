@@ -86,8 +86,9 @@ class TimeoutFault(TimeoutError):
 
 def _request(target: HttpTarget, route: str, own_timeout: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """httpx's ``post`` arguments for a resource method's keywords: the body merged with ``extra_body`` and
-    encoded as the SDK encodes it (compact, not ASCII-escaped, no NaN), ``extra_headers`` / ``extra_query``."""
-    body = dict(kwargs)
+    encoded as the SDK encodes it (compact, not ASCII-escaped, no NaN), ``extra_headers`` / ``extra_query``.
+    ``kwargs`` is the caller's own ``**kwargs`` dict (fresh each call): it becomes the body."""
+    body = kwargs
     timeout = body.pop("timeout", own_timeout)
     headers = body.pop("extra_headers", None)
     query = body.pop("extra_query", None)
@@ -102,8 +103,10 @@ def _request(target: HttpTarget, route: str, own_timeout: Any, kwargs: dict[str,
 
 def _timeout(http: Any, value: Any) -> Any:
     """A timeout the HTTP client takes: a number or None as is, a ``Timeout`` of another httpx as its own kind."""
+    if value is None or isinstance(value, (int, float)):
+        return value
     own: Any = getattr(http, "timeout", None)
-    if value is None or isinstance(value, (int, float)) or not hasattr(own, "as_dict") or isinstance(value, type(own)):
+    if not hasattr(own, "as_dict") or isinstance(value, type(own)):
         return value
     return type(own)(**value.as_dict())
 

@@ -264,7 +264,7 @@ def named_format(prep: Prepared) -> tuple[AnswerFormat, Fold]:
 def style_for(prep: Prepared, labels: str) -> LabelStyle:
     """Names (or aliases where names share a first word); letters only when asked for."""
     if labels != "names":
-        return LabelStyle(LABEL, None, floor=False)
+        return LETTERS
     fmt, fold = named_format(prep)
     note = None
     if prep.kind == "choice" and fmt.symbols != prep.keys:
@@ -282,5 +282,7 @@ def answer_words(prep: Prepared, labels: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*words, *prep.labels))) if len(prep.keys) <= MAX_SINGLE_TOKEN_LABELS else words
 
 
+#: Letters, asked for (one frozen value: every letters question reads the same way).
+LETTERS = LabelStyle(LABEL, None, floor=False)
 #: The style a question falls back to when a shared prefix cannot be read on (no continuation).
 LETTERS_FALLBACK = LabelStyle(LABEL, None, floor=True, fallback=True)

@@ -133,11 +133,26 @@ def _fused(prep: Prepared, state: Any, fmt: AnswerFormat) -> str:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n\n" + closing(prep, fmt)
 
 
+#: System messages already written, by everything their text is made of (a question's text does not change
+#: between calls; a format with a schema, a dict, is written each time); cleared when full.
+_SYSTEMS: dict[tuple[Any, ...], str] = {}
+_SYSTEMS_SIZE = 1024
+
+
 def _system(prep: Prepared, layout: Layout, fmt: AnswerFormat) -> str:
     rules = LABEL_SYSTEM if fmt.kind == "label" else JSON_SYSTEM
     if layout in ("split", "fused"):  # "auto" unresolved (a flow driven by hand) renders as state_last
         return rules
-    return f"{rules}\n\n{question_block(prep, fmt)}\n\n{closing(prep, fmt)}"
+    if fmt.schema is not None:
+        return f"{rules}\n\n{question_block(prep, fmt)}\n\n{closing(prep, fmt)}"
+    key = (rules, prep.kind, prep.question.instructions, prep.keys, prep.descriptions, prep.labels, fmt)
+    text = _SYSTEMS.get(key)
+    if text is None:
+        text = f"{rules}\n\n{question_block(prep, fmt)}\n\n{closing(prep, fmt)}"
+        if len(_SYSTEMS) >= _SYSTEMS_SIZE:
+            _SYSTEMS.clear()
+        _SYSTEMS[key] = text
+    return text
 
 
 def _turns(prep: Prepared, state: Any, layout: Layout, fmt: AnswerFormat) -> list[dict[str, str]]:

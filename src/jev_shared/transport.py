@@ -240,7 +240,12 @@ _SDK_OPTIONS = {"extra_headers": "headers", "extra_query": "params", "extra_body
 
 
 def _is_sdk(client: Any) -> bool:
-    return type(client).__module__.split(".")[0] in ("openai", "anthropic")
+    return _sdk_type(type(client))
+
+
+@functools.lru_cache(maxsize=64)
+def _sdk_type(cls: type) -> bool:
+    return cls.__module__.split(".")[0] in ("openai", "anthropic")
 
 
 def _lean_post(client: Any, route: str, **kwargs: Any) -> Any:
