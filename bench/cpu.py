@@ -5,6 +5,7 @@ runs out first. The stub backend runs in another process (its CPU is not ours); 
 ``--n`` calls after a warm-up, and the figure is this process's CPU time (all threads) per call.
 
     python bench/cpu.py               # 400 calls each (the rows taking turns, 4 rounds), one and eight questions
+                                      # (each row's mean, its best round and the spread; the ratios of both)
     python bench/cpu.py --profile     # and where the engine's time goes (cProfile, top 15)
 """
 
@@ -76,18 +77,29 @@ def cpu_per_call(fn: Callable[[], Any], n: int, warmup: int = 50) -> float:
     return (time.process_time() - start) / n * 1000.0
 
 
-def in_rounds(fns: dict[str, Callable[[], Any]], n: int, rounds: int) -> dict[str, float]:
-    """CPU ms per call of each row, the rows taking turns (``n // rounds`` calls a turn) so that a change in
-    the machine's load falls on every row alike, not on whichever ran last."""
-    spent = dict.fromkeys(fns, 0.0)
+def in_rounds(fns: dict[str, Callable[[], Any]], n: int, rounds: int) -> dict[str, list[float]]:
+    """CPU ms per call of each row in each round, the rows taking turns (``n // rounds`` calls a turn) so that a
+    change in the machine's load falls on every row alike, not on whichever ran last."""
+    turns: dict[str, list[float]] = {name: [] for name in fns}
     per = max(1, n // max(1, rounds))
     for fn in fns.values():  # the warm-up
         for _ in range(50):
             fn()
     for _ in range(max(1, rounds)):
         for name, fn in fns.items():
-            spent[name] += cpu_per_call(fn, per, warmup=0) * per
-    return {name: ms / (per * max(1, rounds)) for name, ms in spent.items()}
+            turns[name].append(cpu_per_call(fn, per, warmup=0))
+    return turns
+
+
+def ratios(figures: dict[str, float], how: str) -> str:
+    """The issue-33 ratios of one set of figures (the mean of the rounds, or each row's best round)."""
+    post, one = figures["httpx.Client.post, JSON parsed"], figures["SystemOneClient.system_one, 1 question"]
+    eight = figures["SystemOneClient.system_one, 8 questions"]
+    lean, lean8 = figures["system_one, 1 question, direct post"], figures["system_one, 8 questions, direct post"]
+    return (f"  {how}: one question / httpx post {one / post:.2f}x (issue 33 target <= 1.5x); eight questions / "
+            f"eight one-question calls {eight / (8 * one):.2f}x (target <= 1.3x)\n"
+            f"  {how}, direct post: one question / httpx post {lean / post:.2f}x; eight / eight one-question calls "
+            f"{lean8 / (8 * lean):.2f}x")
 
 
 def main() -> None:
@@ -104,24 +116,22 @@ def main() -> None:
         fns = contenders(base_url)
         print(f"load average {os.getloadavg()[0]:.2f}; {args.n} calls each after 50 warm-up, in {args.rounds} "
               "rounds; CPU ms per call")
-        figures = in_rounds(fns, args.n, args.rounds)
-        for name, ms in figures.items():
-            print(f"  {name:48s} {ms:6.2f} ms")
+        turns = in_rounds(fns, args.n, args.rounds)
+        figures = {name: sum(ms) / len(ms) for name, ms in turns.items()}
+        best = {name: min(ms) for name, ms in turns.items()}
+        print(f"  {'':48s}   mean      best round (spread)")
+        for name, ms in turns.items():
+            print(f"  {name:48s} {figures[name]:6.2f} ms {best[name]:6.2f} ms ({min(ms):.2f}-{max(ms):.2f})")
         print(f"  load average at the end {os.getloadavg()[0]:.2f}")
-        post, one = figures["httpx.Client.post, JSON parsed"], figures["SystemOneClient.system_one, 1 question"]
-        eight = figures["SystemOneClient.system_one, 8 questions"]
-        print(f"  one question / httpx post {one / post:.2f}x (issue 33 target <= 1.5x); eight questions / "
-              f"eight one-question calls {eight / (8 * one):.2f}x (target <= 1.3x)")
-        lean, lean8 = figures["system_one, 1 question, direct post"], figures["system_one, 8 questions, direct post"]
-        print(f"  direct post: one question / httpx post {lean / post:.2f}x; eight / eight one-question calls "
-              f"{lean8 / (8 * lean):.2f}x")
+        print(ratios(figures, "mean"))
+        print(ratios(best, "best rounds"))
         if args.profile:
             prof = cProfile.Profile()
             fn = fns[args.profile_row]
             prof.runcall(lambda: [fn() for _ in range(200)])
             pstats.Stats(prof).sort_stats("tottime").print_stats(15)
         if args.json:
-            args.json.write_text(json.dumps(figures, indent=1) + "\n")
+            args.json.write_text(json.dumps({"mean": figures, "best": best, "rounds": turns}, indent=1) + "\n")
     finally:
         stub.kill()
 
