@@ -78,10 +78,10 @@ def call(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any],
     A refused optional field is dropped and the call re-asked (remembered for the client); under
     api='auto' a 404 from the Responses route that does not name the model moves to Chat Completions.
     """
-    rec = ask.record
+    rec, model = ask.record, ask.model
     while True:
-        request = build_call(surface, ask.model, messages, fields, extra, ask.options.extra_body)
-        strip_fields(request, ask.memory.refused_on((ask.model, surface)))
+        request = build_call(surface, model, messages, fields, extra, ask.options.extra_body)
+        strip_fields(request, ask.memory.refused_on((model, surface)))
         rec.note("request", request.kwargs)
         rec.usage.n_calls += 1
         rec.surfaces.append(surface)

@@ -38,7 +38,11 @@ class HttpTarget:
         return callable(getattr(self.http, "aclose", None))
 
     def serves(self, client: Any) -> bool:
-        """Whether ``client`` (the SDK client or a copy sharing its HTTP client) still posts under this base URL."""
+        """Whether ``client`` (the SDK client or a copy sharing its HTTP client) still posts under this base URL.
+        The value the SDK's ``base_url`` property returns is read first where it keeps it (the property imports
+        a module on every read: ~3% of the engine's CPU per decision); anything else asks the property."""
+        if getattr(client, "__dict__", {}).get("_base_url") is self.sdk_url is not None:
+            return True
         base = getattr(client, "base_url", None)
         return base is not None and (base is self.sdk_url or str(base) == self.base_url)
 
