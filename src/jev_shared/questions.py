@@ -78,10 +78,13 @@ DEFAULT_NOUL = {"true": "Yes, the statement is true.", "false": "No, the stateme
 
 def labels_for(n: int) -> list[str]:
     """Labels A..Z while n <= 26, then AA, AB, ... ZZ (only JSON methods can read those)."""
-    letters = string.ascii_uppercase
     if n <= MAX_SINGLE_TOKEN_LABELS:
-        return list(letters[:n])
-    return [a + b for a in letters for b in letters][:n]
+        return list(string.ascii_uppercase[:n])
+    return list(_PAIRS[:n])
+
+
+#: AA … ZZ, written once (a call with more than 26 options wrote all 676 each time).
+_PAIRS = tuple(a + b for a in string.ascii_uppercase for b in string.ascii_uppercase)
 
 
 @dataclass(frozen=True)
@@ -141,8 +144,8 @@ def prepare_question(qid: str, raw: Any, method: str, shared_examples: tuple[Exa
         if blank:
             raise InvalidQuestionError("option keys must be non-empty", question_id=qid, field="criteria")
         stripped = [k.strip() for k in keys]
-        dupes = sorted({k for k in stripped if stripped.count(k) > 1})
-        if dupes:
+        if len(set(stripped)) < len(stripped):  # then name them (list.count on every key was O(n²) each call)
+            dupes = sorted({k for k in stripped if stripped.count(k) > 1})
             raise InvalidQuestionError(f"duplicate option keys {dupes}", question_id=qid, field="criteria")
         descriptions = [q.criteria[k] for k in keys]
     elif isinstance(q, Score):
