@@ -88,6 +88,11 @@ class TimeoutFault(TimeoutError):
     """No reply in time (the SDK's ``APITimeoutError``)."""
 
 
+#: ``json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``'s encoder, built once (dumps
+#: builds one a call); the same text.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def _request(target: HttpTarget, route: str, own_timeout: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """httpx's ``post`` arguments for a resource method's keywords: the body merged with ``extra_body`` and
     encoded as the SDK encodes it (compact, not ASCII-escaped, no NaN), ``extra_headers`` / ``extra_query``.
@@ -99,7 +104,7 @@ def _request(target: HttpTarget, route: str, own_timeout: Any, kwargs: dict[str,
     extra = body.pop("extra_body", None)
     if extra:
         body = {**body, **extra}
-    data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    data = _ENCODER.encode(body).encode()
     return {"url": target.base_url + route.lstrip("/"), "content": data, "params": query,
             "timeout": _timeout(target.http, timeout),
             "headers": {**target.headers, **headers} if headers else target.headers}

@@ -59,11 +59,11 @@ def to_dict(obj: Any) -> dict[str, Any]:
 def _as_dict(obj: Any) -> Any:
     if obj is None:
         return {}
+    if isinstance(obj, (bytes, str)):  # the lean and direct posts' replies: the body's bytes
+        return json.loads(obj)
     http = getattr(obj, "http_response", None)
     if http is not None:  # a with_raw_response reply: read the JSON body as sent
         return json.loads(http.content)
-    if isinstance(obj, (str, bytes)):
-        return json.loads(obj)
     if isinstance(obj, Mapping):
         return dict(obj)
     dump = getattr(obj, "model_dump", None)
