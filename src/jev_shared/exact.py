@@ -76,15 +76,18 @@ def own_token_fold(fold: Fold | None, logprobs: Any, table: Mapping[str, int] | 
     that is the first token of several names (``alarm`` of ``alarm_query`` / ``alarm_set``) stays shared."""
     if fold is None or not table:
         return fold
+    shared = [(token, tid) for token, tid in _candidates(logprobs) if fold(token) == AMBIGUOUS]
+    if not shared:  # the common case: no token to give
+        return fold
     owners: dict[int, set[str]] = {}
     for name in symbols:
         for spelled in spellings(name):
             if spelled in table:
                 owners.setdefault(table[spelled], set()).add(name)
     own: dict[str, str | None] = {}
-    for token, tid in _candidates(logprobs):
+    for token, tid in shared:
         names = owners.get(tid, set())
-        if len(names) == 1 and fold(token) == AMBIGUOUS:
+        if len(names) == 1:
             name = next(iter(names))
             own[token] = name if own.get(token, name) == name else None  # one text, two owners: shared
     kept = {t: n for t, n in own.items() if n is not None}
