@@ -25,6 +25,7 @@ from .options import Options
 from .pair import ClientPair
 from .preparation import Preparation
 from .questions import MAX_CHOICE_OPTIONS, MAX_SINGLE_TOKEN_LABELS, TOKEN_METHODS, Choice, Example, Noul, Score
+from .sdk import openai_client
 
 __all__ = [
     "SystemOneClient", "AsyncSystemOneClient", "Choice", "Score", "Noul", "Example",
@@ -33,7 +34,7 @@ __all__ = [
     "MalformedAnswerError", "ModelRefusalError", "IncompleteAnswerError", "ProviderError", "DecisionTimeoutError",
     "FieldRefusedError", "wire_error", "MAX_SINGLE_TOKEN_LABELS", "MAX_CHOICE_OPTIONS", "TOKEN_METHODS", "ClientPair",
     "Memory", "MemoryFileWarning", "Options", "Preparation", "DecisionSets", "SetReport", "Band", "band_for",
-    "decide_batch", "adecide_batch", "stream_batch", "astream_batch", "BatchResult", "BatchTotals", "ItemResult",
+    "openai_client", "decide_batch", "adecide_batch", "stream_batch", "astream_batch", "BatchResult", "BatchTotals", "ItemResult",
 ]
 __version__ = "0.1.0"
 

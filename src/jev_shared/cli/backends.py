@@ -13,6 +13,7 @@ from contextlib import ExitStack
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from jev_shared import openai_client
 from jev_shared.files import MAX_READ_BYTES, FileReadError
 from jev_shared.files import read_text as read_file
 from jev_shared.gateway.config import Backend
@@ -84,10 +85,9 @@ def backends(args: argparse.Namespace, stack: ExitStack, command: str = "decide"
 
 
 def sync_client(backend: Backend) -> Any:
-    """An ``openai.OpenAI`` client toward ``backend``, marked as ``LocalServer.client()``'s where it is embedded."""
-    import openai
-
-    return backend.mark(openai.OpenAI(base_url=backend.base_url, api_key=backend.api_key))
+    """An ``openai.OpenAI`` client toward ``backend`` (``LocalServer.client()``'s where it is embedded), which the
+    engine posts with directly, as the gateway's and the library's own clients are."""
+    return backend.server.client() if backend.server is not None else openai_client(backend.base_url, backend.api_key)
 
 
 def read_text(value: str) -> str:

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ..backend import describe
-from ..direct import HttpTarget, sdk_client
+from .. import openai_client
 from ..files import read_text
 from .sets import Calibration
 
@@ -36,20 +35,12 @@ class Backend:
     #: gateway answer as the library does.
     server: Any = field(default=None, compare=False, repr=False)
 
-    def mark(self, client: Any, http: HttpTarget | None = None) -> Any:
-        """``client`` (an openai client toward this backend) as ``LocalServer.client()`` would make it; ``http``:
-        the HTTP client it was built over, which the engine then posts with directly (direct.py)."""
-        if self.server is not None:
-            return self.server.mark(client, http)
-        return client if http is None else describe(client, http=http)
-
     def sdk_client(self) -> Any:
         """An ``openai.AsyncOpenAI`` toward this backend (no SDK retries: the engine retries) over an HTTP client
-        of its own, marked so the engine posts with that client directly, past the SDK's request machinery."""
-        import openai
-
-        return self.mark(*sdk_client(openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient, self.base_url, self.api_key,
-                                     max_retries=0))
+        of its own, which the engine posts with directly, past the SDK's request machinery (``openai_client``)."""
+        if self.server is not None:
+            return self.server.async_client(max_retries=0)
+        return openai_client(self.base_url, self.api_key, asynchronous=True, max_retries=0)
 
 
 @dataclass
