@@ -60,22 +60,64 @@ def run(client: SystemOneClient, name: str, meta: dict[str, Any], variant: str, 
         plist = list(prior.values()) if prior else None
         rows.append({"set": name, "item": it["id"], "label": it["label"], "answered": probs, "prior": plist,
                      "raw": undivided(probs, plist) if plist else probs,
-                     "answer": level_of(meta, max(probs, key=probs.__getitem__)), "ms": resp.usage.latency_ms})
+                     "answer": level_of(meta, max(probs, key=probs.__getitem__)), "ms": resp.usage.latency_ms,
+                     "readout": ((resp.debug or {}).get("questions") or {}).get("q", {}).get("readout")})
     return rows
+
+
+STRENGTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def at_strength(row: dict[str, Any], strength: float, level_names: bool = False) -> str:
+    """The answer had the raw readout been divided by the prior at ``strength`` (as ``priors.powered`` and
+    ``readout.divide_prior`` do: the prior floored at 1e-3, raised, floored at 0.3 / options)."""
+    from jev_shared.readout import PRIOR_FLOOR, PRIOR_SHARE
+
+    raw, prior = row["raw"], row["prior"]
+    scaled = dict(raw)
+    if prior and strength > 0.0:
+        floor = max(PRIOR_FLOOR, PRIOR_SHARE / len(prior))
+        scaled = {k: p / max(max(r, PRIOR_FLOOR) ** strength, floor) for (k, p), r in zip(raw.items(), prior)}
+    best = max(scaled, key=scaled.__getitem__)
+    return best if best == row["answer"] or not level_names else str(list(raw).index(best))
+
+
+def strengths_table(path: Path) -> None:
+    """Right answers per set and strength, pooled, and the strength chosen leaving each set out."""
+    import gzip
+
+    data = json.loads((gzip.open(path) if path.suffix == ".gz" else path.open()).read())
+    rows, right = data["rows"], {}
+    sets = list(dict.fromkeys(r["set"] for r in rows))
+    for s in STRENGTHS:
+        right[s] = {n: sum(at_strength(r, s, data["variant"] == "levelnames") == r["label"] for r in rows if r["set"] == n) for n in sets}
+        print(f"strength {s:.2f}: " + ", ".join(f"{n} {right[s][n]}" for n in sets) + f"; pooled {sum(right[s].values())}")
+    for n in sets:
+        rest = [m for m in sets if m != n]
+        best = max(STRENGTHS, key=lambda s: (sum(right[s][m] for m in rest), s == 1.0))
+        print(f"leave {n} out: strength {best:.2f} (chosen on {'+'.join(rest)}), {n} {right[best][n]}")
+    print("items:", {n: sum(r["set"] == n for r in rows) for n in sets})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from jev_shared.local import LocalServer
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--variant", choices=("base", "levelnames", "nouldesc"), required=True)
-    ap.add_argument("--sets", required=True)
+    ap.add_argument("--variant", choices=("base", "levelnames", "nouldesc"))
+    ap.add_argument("--strengths", type=Path, help="a saved run: right answers per debias strength, offline")
+    ap.add_argument("--sets", default="")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--limit", type=int, default=30)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
+    if args.strengths:
+        strengths_table(args.strengths)
+        return 0
+    if not (args.variant and args.out and args.sets):
+        ap.error("--variant, --sets and --out are required to run")
     sets = load_sets()
-    out: dict[str, Any] = {"variant": args.variant, "model": args.model, "load_at_start": os.getloadavg()[0], "rows": []}
+    out: dict[str, Any] = {"variant": args.variant, "model": args.model, "load_at_start": os.getloadavg()[0], "rows": [],
+                           "started": time.strftime("%H:%M:%S", time.gmtime())}
     srv = LocalServer(args.model, n_parallel=1).start()
     try:
         for name in args.sets.split(","):
