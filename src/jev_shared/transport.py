@@ -240,12 +240,12 @@ _SDK_OPTIONS = {"extra_headers": "headers", "extra_query": "params", "extra_body
 
 
 def _is_sdk(client: Any) -> bool:
-    return _sdk_type(type(client))
+    return _sdk_module(type(client).__module__)
 
 
 @functools.lru_cache(maxsize=64)
-def _sdk_type(cls: type) -> bool:
-    return cls.__module__.split(".")[0] in ("openai", "anthropic")
+def _sdk_module(module: str) -> bool:
+    return module.split(".")[0] in ("openai", "anthropic")
 
 
 def _lean_post(client: Any, route: str, **kwargs: Any) -> Any:
