@@ -60,8 +60,7 @@ def run(client: SystemOneClient, name: str, meta: dict[str, Any], variant: str, 
         plist = list(prior.values()) if prior else None
         rows.append({"set": name, "item": it["id"], "label": it["label"], "answered": probs, "prior": plist,
                      "raw": undivided(probs, plist) if plist else probs,
-                     "answer": level_of(meta, max(probs, key=probs.__getitem__)), "ms": resp.usage.latency_ms,
-                     "readout": ((resp.debug or {}).get("questions") or {}).get("q", {}).get("readout")})
+                     "answer": level_of(meta, max(probs, key=probs.__getitem__)), "ms": resp.usage.latency_ms})
     return rows
 
 
