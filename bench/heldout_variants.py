@@ -107,6 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sets", default="")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--limit", type=int, default=30)
+    ap.add_argument("--no-calibration", action="store_true",
+                    help="answers left uncalibrated, so `raw` is the exact readout (a temperature keeps the top answer, "
+                         "but undoing only the prior from calibrated answers leaves the temperature in)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if args.strengths:
@@ -115,12 +118,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (args.variant and args.out and args.sets):
         ap.error("--variant, --sets and --out are required to run")
     sets = load_sets()
-    out: dict[str, Any] = {"variant": args.variant, "model": args.model, "load_at_start": os.getloadavg()[0], "rows": [],
+    out: dict[str, Any] = {"variant": args.variant, "calibrated": not args.no_calibration, "model": args.model, "load_at_start": os.getloadavg()[0], "rows": [],
                            "started": time.strftime("%H:%M:%S", time.gmtime())}
     srv = LocalServer(args.model, n_parallel=1).start()
     try:
         for name in args.sets.split(","):
-            client = SystemOneClient(srv.client(), model=srv.model, debias="auto")
+            client = SystemOneClient(srv.client(), model=srv.model, debias="auto",
+                                     calibrator=None if args.no_calibration else "auto")
             t = time.perf_counter()
             rows = run(client, name, sets[name], args.variant, args.limit)
             out["rows"] += rows
