@@ -29,6 +29,7 @@ from jev_shared.local import (
     threads_for_machine,
 )
 from tests.helpers.cli import jev
+from tests.helpers.local import started
 
 SPAM = {"spam": {"type": "noul", "instructions": "This message is spam."}}
 
@@ -216,12 +217,7 @@ def test_unknown_model_is_refused():
 
 def _served(model: str) -> Iterator[LocalServer]:
     """A started embedded model for a module's tests, or a skip naming what is not installed."""
-    try:
-        srv = LocalServer(model).start()
-    except LocalModelError as exc:
-        pytest.skip(str(exc))
-    yield srv
-    srv.stop()
+    yield from started(model)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,8 @@ from jev_shared import Choice, SystemOneClient
 from jev_shared.backend import describe
 from jev_shared.exact import own_token_fold
 from jev_shared.labels import AMBIGUOUS, name_fold
-from jev_shared.local import LocalModelError, LocalServer
+from jev_shared.local import LocalServer
+from tests.helpers.local import started
 
 NAMES = ["completely unrelated", "slightly related", "closely related"]
 #: The 1.5B's own ids for these pieces (Qwen2.5's tokenizer).
@@ -118,12 +119,7 @@ def test_the_level_name_is_read_by_its_own_first_token_in_a_decision() -> None:
 
 @pytest.fixture(scope="module")
 def qwen15() -> Iterator[LocalServer]:
-    try:
-        srv = LocalServer("qwen2.5-coder-1.5b", n_parallel=1, prompt_cache=False).start()
-    except LocalModelError as exc:
-        pytest.skip(str(exc))
-    yield srv
-    srv.stop()
+    yield from started("qwen2.5-coder-1.5b", n_parallel=1, prompt_cache=False)
 
 
 @pytest.mark.live

@@ -19,9 +19,10 @@ import pytest
 from jev_shared import Choice, SystemOneClient
 from jev_shared.backend import describe
 from jev_shared.labels import aliases_for
-from jev_shared.local import LocalModelError, LocalServer
+from jev_shared.local import LocalServer
 from jev_shared.readon import lead_unread
 from jev_shared.readout import Readout, unread
+from tests.helpers.local import started
 from tests.helpers.replies import chat_tokens
 
 #: no short aliases: with the scenario dropped they would clash (query, set, query, set)
@@ -152,12 +153,7 @@ SCENARIO = ["alarm_query", "alarm_set", "alarm_remove", "calendar_query", "calen
 
 @pytest.fixture(scope="module")
 def qwen05() -> Iterator[LocalServer]:
-    try:
-        srv = LocalServer("qwen2.5-coder-0.5b").start()
-    except LocalModelError as exc:
-        pytest.skip(str(exc))
-    yield srv
-    srv.stop()
+    yield from started("qwen2.5-coder-0.5b")
 
 
 @pytest.mark.live
