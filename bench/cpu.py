@@ -16,6 +16,7 @@ import cProfile
 import json
 import os
 import pstats
+import resource
 import subprocess
 import sys
 import time
@@ -68,26 +69,39 @@ def contenders(base_url: str) -> dict[str, Callable[[], Any]]:
     }
 
 
-def cpu_per_call(fn: Callable[[], Any], n: int, warmup: int = 50) -> float:
+def cpu_per_call(fn: Callable[[], Any], n: int, warmup: int = 50, switches: list[float] | None = None) -> float:
+    """CPU ms per call; ``switches`` (when given) gets the process's voluntary and involuntary context switches
+    per call added to it (all threads: ``getrusage(RUSAGE_SELF)``; issue 33 counts them)."""
     for _ in range(warmup):
         fn()
+    before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.process_time()
     for _ in range(n):
         fn()
-    return (time.process_time() - start) / n * 1000.0
+    took = (time.process_time() - start) / n * 1000.0
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    if switches is not None:
+        switches[0] += (after.ru_nvcsw - before.ru_nvcsw) / n
+        switches[1] += (after.ru_nivcsw - before.ru_nivcsw) / n
+    return took
 
 
-def in_rounds(fns: dict[str, Callable[[], Any]], n: int, rounds: int) -> dict[str, list[float]]:
+def in_rounds(fns: dict[str, Callable[[], Any]], n: int, rounds: int,
+              switches: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
     """CPU ms per call of each row in each round, the rows taking turns (``n // rounds`` calls a turn) so that a
-    change in the machine's load falls on every row alike, not on whichever ran last."""
+    change in the machine's load falls on every row alike, not on whichever ran last. ``switches`` gets each
+    row's context switches per call (voluntary, involuntary), the mean of the rounds."""
     turns: dict[str, list[float]] = {name: [] for name in fns}
+    counts = {name: [0.0, 0.0] for name in fns}
     per = max(1, n // max(1, rounds))
     for fn in fns.values():  # the warm-up
         for _ in range(50):
             fn()
     for _ in range(max(1, rounds)):
         for name, fn in fns.items():
-            turns[name].append(cpu_per_call(fn, per, warmup=0))
+            turns[name].append(cpu_per_call(fn, per, warmup=0, switches=counts[name]))
+    if switches is not None:
+        switches.update({name: [c / max(1, rounds) for c in count] for name, count in counts.items()})
     return turns
 
 
@@ -116,12 +130,15 @@ def main() -> None:
         fns = contenders(base_url)
         print(f"load average {os.getloadavg()[0]:.2f}; {args.n} calls each after 50 warm-up, in {args.rounds} "
               "rounds; CPU ms per call")
-        turns = in_rounds(fns, args.n, args.rounds)
+        switches: dict[str, list[float]] = {}
+        turns = in_rounds(fns, args.n, args.rounds, switches)
         figures = {name: sum(ms) / len(ms) for name, ms in turns.items()}
         best = {name: min(ms) for name, ms in turns.items()}
-        print(f"  {'':48s}   mean      best round (spread)")
+        print(f"  {'':48s}   mean      best round (spread)       context switches a call (vol., invol.)")
         for name, ms in turns.items():
-            print(f"  {name:48s} {figures[name]:6.2f} ms {best[name]:6.2f} ms ({min(ms):.2f}-{max(ms):.2f})")
+            vol, invol = switches[name]
+            print(f"  {name:48s} {figures[name]:6.2f} ms {best[name]:6.2f} ms ({min(ms):.2f}-{max(ms):.2f})"
+                  f"   {vol:5.1f} {invol:5.1f}")
         print(f"  load average at the end {os.getloadavg()[0]:.2f}")
         print(ratios(figures, "mean"))
         print(ratios(best, "best rounds"))
@@ -131,7 +148,8 @@ def main() -> None:
             prof.runcall(lambda: [fn() for _ in range(200)])
             pstats.Stats(prof).sort_stats("tottime").print_stats(15)
         if args.json:
-            args.json.write_text(json.dumps({"mean": figures, "best": best, "rounds": turns}, indent=1) + "\n")
+            args.json.write_text(json.dumps({"mean": figures, "best": best, "rounds": turns, "switches": switches},
+                                            indent=1) + "\n")
     finally:
         stub.kill()
 

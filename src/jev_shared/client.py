@@ -130,11 +130,11 @@ class SystemOneClient(Keywords, _ClientCore):
         send = partial(transport.send, self.client, policy=self.retry_policy, budget=plan.budget)
         if self._slots is not None:
             send = self._slots.wrap(send)
-        jobs = [partial(drive.drive, flow, send) for flow in plan.flows]
-        pool = self._pool(plan.concurrency) if len(jobs) > 1 or plan.budget.deadline is not None else None
+        flows = plan.flows
+        pool = self._pool(plan.concurrency) if len(flows) > 1 or plan.budget.deadline is not None else None
         try:
-            return self._planner.finish(plan, drive.run_threads(jobs, scout=plan.scout, budget=plan.budget,
-                                                        max_concurrency=plan.concurrency, pool=pool))
+            return self._planner.finish(plan, drive.run_flows(flows, send, scout=plan.scout, budget=plan.budget,
+                                                              max_concurrency=plan.concurrency, pool=pool))
         finally:
             self.memory.flush()
 

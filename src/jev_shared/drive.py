@@ -1,7 +1,7 @@
-"""Drive: run flows, sending their calls, on threads (sync) or tasks (async).
+"""Drive: run flows, sending their calls, on worker threads (sync) or tasks (async).
 
-:func:`drive` and :func:`adrive` are the only loops between a flow and the transport, shared by
-per-question, hosted and scout flows. :func:`run_threads` and :func:`run_tasks` carry the call's
+:func:`drive`, :func:`adrive` and :func:`run_flows` are the only loops between a flow and the transport, shared
+by per-question, hosted and scout flows. :func:`run_flows` and :func:`run_tasks` carry the call's
 rules once: the first question alone while the surface is unknown (the scout), the total
 timeout (after which no request leaves), and every outcome kept so the first error in question
 order is the one reported.
@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import threading
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
 from .calls import Budget, Call, Flow, Reply
@@ -71,50 +71,95 @@ def timed_out(budget: Budget) -> DecisionTimeoutError:
     return DecisionTimeoutError(f"the call's total timeout of {budget.timeout_s}s ran out")
 
 
-def run_threads(jobs: Sequence[Callable[[], T]], *, scout: bool, budget: Budget,
-                max_concurrency: int, pool: ThreadPoolExecutor | None = None) -> list[Outcome]:
-    """Each job on a worker thread of ``pool`` (the client's: none is built per call; in a copy of the caller's
-    context, so tracing reaches it), at most ``max_concurrency`` of the call's at once. One question without a
-    deadline runs on the caller's thread."""
-    if len(jobs) == 1 and budget.deadline is None:
-        return [_outcome(jobs[0])]
-    own = pool is None
-    if pool is None:
-        pool = ThreadPoolExecutor(max_workers=min(max_concurrency, len(jobs)), thread_name_prefix="jev")
-    gate = threading.BoundedSemaphore(max_concurrency) if max_concurrency < len(jobs) else None
-    outcomes: list[Outcome] = [None] * len(jobs)
-    futures: dict[int, Future[Outcome]] = {}
+def run_flows(flows: Sequence[Flow[T]], send: Callable[[Call], Reply], *, scout: bool, budget: Budget,
+              max_concurrency: int, pool: Executor | None = None) -> list[Outcome]:
+    """Every flow driven on the caller's thread (planning, readout, answers); only their requests go to
+    ``pool``'s worker threads (the client's: none is built per call), each in a copy of the caller's context so
+    tracing reaches it, at most ``max_concurrency`` of the call's at once. Worker threads that only post trade
+    the GIL far less than threads that each ran a whole flow (issue 33: 76 context switches for eight questions).
+    A lone request without a deadline is sent on the caller's thread (one question: no thread at all)."""
+    outcomes: list[Outcome] = [None] * len(flows)
+    own = pool is None and (len(flows) > 1 or budget.deadline is not None)
+    if own:
+        pool = ThreadPoolExecutor(max_workers=min(max_concurrency, len(flows)), thread_name_prefix="jev")
     try:
-        for wave in waves(len(jobs), scout):
-            futures = {i: pool.submit(contextvars.copy_context().run, _outcome, jobs[i], gate) for i in wave}
-            _wait_wave(list(futures.values()), budget)
-            for i, future in futures.items():
-                outcomes[i] = future.result()
+        for wave in waves(len(flows), scout):
+            _Wave(flows, send, budget, outcomes, pool).run(wave, max(1, max_concurrency))
             if any(isinstance(outcomes[i], BaseException) for i in wave):
                 break  # a failed scout is the call's first error: the rest are not sent
     finally:
-        for future in futures.values():
-            future.cancel()  # those not started (a timed-out call): they never send
-        if own:
+        if own and pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
     return outcomes
 
 
-def _wait_wave(futures: list[Future[Outcome]], budget: Budget) -> None:
-    """Until every future is done (each keeps its own error, so the first in question order is
-    reported), or the budget runs out (then DecisionTimeoutError)."""
-    wait(futures, timeout=budget.left())
-    if any(not f.done() for f in futures):
-        raise timed_out(budget)
+class _Wave:
+    """One wave's flows: their requests ready to send (in the order they asked), those in flight, and what
+    each flow ended with (written into the call's ``outcomes``)."""
+
+    def __init__(self, flows: Sequence[Flow[Any]], send: Callable[[Call], Reply], budget: Budget,
+                 outcomes: list[Outcome], pool: Executor | None) -> None:
+        self.flows, self.send, self.budget, self.outcomes, self.pool = flows, send, budget, outcomes, pool
+        self.ready: deque[tuple[int, Call]] = deque()
+        self.in_flight: dict[Future[Reply | ProviderError], int] = {}
+
+    def run(self, wave: range, limit: int) -> None:
+        """Until every flow of the wave has ended, or the budget ran out (then DecisionTimeoutError)."""
+        for i in wave:
+            self._step(i, None)
+        try:
+            while self.ready or self.in_flight:
+                self._start(limit)
+                if not self.in_flight:
+                    continue
+                done, _ = wait(self.in_flight, timeout=self.budget.left(), return_when=FIRST_COMPLETED)
+                if not done:
+                    raise timed_out(self.budget)
+                for future in done:
+                    i = self.in_flight.pop(future)
+                    error = future.exception()
+                    if error is None:
+                        self._step(i, future.result())
+                    else:  # not a provider's fault (those go back into the flow): the question's outcome
+                        self.outcomes[i] = error
+        except BaseException:
+            self.budget.cancel()  # no question of the call sends again
+            raise
+        finally:
+            for future in self.in_flight:
+                future.cancel()  # those not started (a timed-out call): they never send
+
+    def _start(self, limit: int) -> None:
+        """Send what is ready, up to ``limit`` in flight: a lone request without a deadline on this thread."""
+        while self.ready and len(self.in_flight) < limit:
+            i, call = self.ready.popleft()
+            if self.pool is None or (self.budget.deadline is None and not self.in_flight and not self.ready):
+                try:
+                    outcome = _sent(self.send, call)
+                except Exception as exc:  # noqa: BLE001 - the question's outcome, raised in question order
+                    self.outcomes[i] = exc
+                else:
+                    self._step(i, outcome)
+            else:
+                self.in_flight[self.pool.submit(contextvars.copy_context().run, _sent, self.send, call)] = i
+
+    def _step(self, i: int, outcome: Reply | ProviderError | None) -> None:
+        """Resume flow ``i`` (start it when ``outcome`` is None): its next request is ready, or it has ended."""
+        try:
+            call = next(self.flows[i]) if outcome is None else _resume(self.flows[i], outcome)
+        except StopIteration as stop:
+            self.outcomes[i] = stop.value
+        except Exception as exc:  # noqa: BLE001 - kept as the question's outcome, raised in question order
+            self.outcomes[i] = exc
+        else:
+            self.ready.append((i, call))
 
 
-def _outcome(job: Callable[[], T], gate: threading.BoundedSemaphore | None = None) -> Outcome:
+def _sent(send: Callable[[Call], Reply], call: Call) -> Reply | ProviderError:
+    """The reply, or the provider's fault to throw into the flow; anything else is raised."""
     try:
-        if gate is None:
-            return job()
-        with gate:
-            return job()
-    except Exception as exc:  # noqa: BLE001 - kept as the question's outcome, raised in question order
+        return send(call)
+    except ProviderError as exc:
         return exc
 
 
