@@ -159,3 +159,15 @@ def test_without_a_pool_one_is_built_for_the_call_and_shut_down():
     assert out == ["q0", "q1", "q2"]
     time.sleep(0.1)
     assert threading.active_count() <= before
+
+
+def test_one_at_a_time_without_a_deadline_sends_on_the_callers_thread(pool):
+    posted: list[str] = []
+
+    def send(call: Call) -> Reply:
+        posted.append(threading.current_thread().name)
+        return reply(call)
+
+    out = drive.run_flows([flow(f"q{i}", 2) for i in range(3)], send, scout=False, budget=Budget(),
+                          max_concurrency=1, pool=pool)
+    assert out == ["q0", "q1", "q2"] and posted == [threading.current_thread().name] * 6
