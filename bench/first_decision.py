@@ -3,7 +3,8 @@ bare one-token calls (``client.preview()`` gives them) on a fresh server (issue 
 
 Each row runs in a process of its own with a fresh memory file and a fresh kept-prompts folder, so nothing is
 warm but the model file. Wall time and the prompt tokens the server read anew (llama.cpp's ``prompt_n``), the
-kept prompts' own loopback requests (``slots.py``, outside the decision's debug) counted too. ``--runs N``
+kept prompts' own loopback requests (``slots.py``, outside the decision's debug) counted too; a second decision in
+the same process (``later``: its calls and reads, not in the ratio) shows later decisions unchanged. ``--runs N``
 alternates the two rows N times (which goes first alternates too) and gives each run's ratio: on a shared
 machine the ratio within one run is the figure to read.
 
@@ -25,6 +26,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = "I was charged twice, please refund."
+LATER = "The app crashes every time I open settings."
 
 
 def questions() -> dict[str, Any]:
@@ -59,11 +61,23 @@ def child(row: str, model: str, folder: Path) -> dict[str, Any]:
         start = time.perf_counter()
         resp = client.system_one(STATE, questions())
         took = time.perf_counter() - start
-        sent = {q: [a["data"].get("timings", {}).get("prompt_n", 0) for a in info["attempts"] if a["kind"] == "response"]
-                 for q, info in resp.debug["questions"].items()}  # per question, in the order sent
-        return {"row": row, "seconds": took, "calls": resp.usage.n_calls + len(loopback),
-                "prompt_read": sum(map(sum, sent.values())) + sum(loopback), "reads": sent, "loopback_read": loopback,
-                "choice": resp.answers["team"].choice}
+        sent = _reads(resp)
+        first = {"row": row, "seconds": took, "calls": resp.usage.n_calls + len(loopback),
+                 "prompt_read": sum(map(sum, sent.values())) + sum(loopback), "reads": sent,
+                 "loopback_read": list(loopback), "choice": resp.answers["team"].choice,
+                 "prior": resp.debug["questions"]["spam"]["readout"].get("prior")}
+        loopback.clear()
+        start = time.perf_counter()  # a later decision in the same process: what it sends should not change
+        later = client.system_one(LATER, questions())
+        first["later"] = {"seconds": round(time.perf_counter() - start, 2), "calls": later.usage.n_calls + len(loopback),
+                          "reads": _reads(later), "choice": later.answers["team"].choice}
+        return first
+
+
+def _reads(resp: Any) -> dict[str, list[int]]:
+    """Per question, the prompt tokens each reply had the server read anew, in the order sent."""
+    return {q: [a["data"].get("timings", {}).get("prompt_n", 0) for a in info["attempts"] if a["kind"] == "response"]
+            for q, info in resp.debug["questions"].items()}
 
 
 def _count_loopback(slots: Any) -> list[int]:

@@ -11,7 +11,9 @@ sent (:mod:`flows`).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -88,6 +90,9 @@ class Planner:
         self.memory = memory
         self.speaks = speaks
         self.tokenize = backend.tokenize
+        #: The server's kept prompts (local/slots.py), or None: a prompt whose debias prior did not keep it is kept
+        #: when the call is finished.
+        self.slots = backend.slots
         #: Where the server reads the labels' own tokens (LocalServer's llama.cpp): their ids, asked once (exact.py).
         self.token_table = TokenTable.of(backend.exact_readout, self.tokenize)
         self._checked_aliases: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...] | None] = {}
@@ -142,6 +147,7 @@ class Planner:
 
     def finish(self, plan: Plan, outcomes: list[Any]) -> SystemOneResponse:
         """The first error in question order, or the response (and the model's surface is known from now on)."""
+        self._settle()
         records = plan.records
         if self.options.hosted:
             [outcome] = outcomes
@@ -158,6 +164,19 @@ class Planner:
         resp = resp if self.calibrator is None else calibrated(
             self.calibrator, self.calibration_name, self.own_calibrations, plan.preps, plan.records, resp)
         return resp if self.sets is None else resp.model_copy(update={"answers": attach_sets(resp.answers, self.sets)})
+
+    def _settle(self) -> None:
+        """Keep the prompts the call left pending (local/slots.py: one twin request each, only where no debias prior
+        kept them); under a running event loop on a thread of its own, so the loop does not wait for it."""
+        settle = getattr(self.slots, "settle", None)
+        if settle is None or not getattr(self.slots, "pending", True):
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            settle()
+            return
+        threading.Thread(target=settle, name="jev-slots", daemon=True).start()
 
     def _token_checked(self, preps: list[Prepared], opts: Options) -> list[Prepared]:
         """Choice names the server's tokenizer does not tell apart at the first token get answer words

@@ -47,35 +47,41 @@ def _send(call: Call) -> Reply:
     return Reply({}, 1.0)
 
 
+def _ask(cache: SlotCache) -> None:
+    """One call's request, then the call finished: a prompt no debias prior kept is kept now (issue 33)."""
+    cache.wrap(_send)(_call())
+    cache.settle()
+
+
 def test_a_checksum_is_written_with_each_kept_file(tmp_path: Path):
     cache = Slots(tmp_path)
-    cache.wrap(_send)(_call())
+    _ask(cache)
     [kept] = tmp_path.glob("*.bin")
     assert cache.checksum(kept.stem).read_text().strip() == hashlib.sha256(kept.read_bytes()).hexdigest()
 
 
 def test_a_file_whose_bytes_changed_is_never_restored_and_is_kept_anew(tmp_path: Path):
-    Slots(tmp_path).wrap(_send)(_call())
+    _ask(Slots(tmp_path))
     [kept] = tmp_path.glob("*.bin")
     intact = Slots(tmp_path)
-    intact.wrap(_send)(_call())
+    _ask(intact)
     assert intact.actions == ["restore"]  # a new server, the file as written: restored
     data = bytearray(kept.read_bytes())
     data[len(data) // 2] ^= 0xFF  # one byte inside the KV data
     kept.write_bytes(bytes(data))
     fresh = Slots(tmp_path)
-    fresh.wrap(_send)(_call())
+    _ask(fresh)
     assert "restore" not in fresh.actions and fresh.actions == ["save"]  # verified, refused, kept anew
     assert cache_ok(fresh, kept)
 
 
 def test_a_file_without_its_checksum_is_kept_anew(tmp_path: Path):
     first = Slots(tmp_path)
-    first.wrap(_send)(_call())
+    _ask(first)
     [kept] = tmp_path.glob("*.bin")
     first.checksum(kept.stem).unlink()
     again = Slots(tmp_path)
-    again.wrap(_send)(_call())
+    _ask(again)
     assert again.actions == ["save"] and cache_ok(again, kept)
 
 

@@ -101,6 +101,8 @@ class LocalServer:
             time.sleep(0.05)
 
     def stop(self) -> None:
+        if self._slots is not None and self._server is not None:
+            self._slots.settle()  # a prompt a failed call left pending is kept before the server goes
         self._server = None  # the server shuts down when the object is released
 
     def __enter__(self) -> LocalServer:

@@ -7,9 +7,11 @@ in a millisecond (``/slots/{id}?action=save|restore``). This keeps one file per 
 
 * the first request of a prompt on a server is pinned to a slot of its own (``id_slot``). If the
   prompt has a file, the file is restored into that slot first, and the request reads its state
-  alone. If not, then once the reply is back (and before that question's next request), a
-  **content-free twin** of the request (the same prompt, the state ``N/A``: the debias prior's first
-  request is one already) is sent to that slot and the slot is saved; about 0.1 s, once a prompt. So a file holds the
+  alone. If not, the slot is saved once it holds the prompt's **content-free twin** (the same prompt, the
+  state ``N/A``): the debias prior's first request is that twin, pinned to the slot, so the slot is saved
+  after its reply; a prompt whose prior is not asked next (debias off, the prior remembered, a repair turn)
+  gets a twin of its own sent to the slot before its next request, or when the call is finished
+  (:meth:`SlotCache.settle`, the planner's); about 0.1 s, once a prompt. So a file holds the
   developer's question and ``N/A``, never a user's state: the saved tokens are checked against the
   twin's own, and a file that holds anything else (another request took the slot first) is deleted;
 * prompts with examples are never kept (they are a user's data too), nor prompts past the server's slots.
@@ -74,6 +76,11 @@ def _content_free(call: Call) -> bool:
     return call.kwargs["messages"][1]["content"] in _CONTENT_FREE_BLOCKS
 
 
+def _is_twin(call: Call) -> bool:
+    """Whether a zero-shot request's state is the twin's (``N/A``): its slot, once answered, holds what is kept."""
+    return bool(call.kwargs["messages"][1]["content"] == state_block(TWIN_STATE))
+
+
 def _key(model: Any, system: Any) -> str:
     return hashlib.sha256(json.dumps([model, system]).encode()).hexdigest()[:32]
 
@@ -99,6 +106,9 @@ class SlotCache:
         self._slot: dict[str, int] = {}  # prompt key → its slot on this server (the first n_slots prompts)
         self._restored: set[str] = set()  # prompts restored from a file into their slot on this server
         self._rekeep: set[str] = set()  # restored prompts whose answer failed the readout: kept anew
+        #: prompt key → its first request, answered, its slot not yet saved: the debias prior's N/A call, pinned
+        #: to the slot, is the twin the slot is saved after (issue 33: one request fewer); else one of its own
+        self._pending: dict[str, Call] = {}
         self._lock = threading.Lock()
 
     def file(self, key: str) -> Path:
@@ -185,7 +195,7 @@ class SlotCache:
             ids = self._post("/tokenize", {"content": prompt, "parse_special": True})["tokens"]
             if len(ids) > MAX_PROMPT_TOKENS:
                 return
-            if call.kwargs["messages"][1]["content"] != state_block(TWIN_STATE):  # (the debias prior's is the twin)
+            if not _is_twin(call):  # (the debias prior's N/A call is the twin: its slot holds it already)
                 self._post("/v1/chat/completions", body)
         except (OSError, ValueError, KeyError, TypeError):
             return
@@ -225,16 +235,57 @@ class SlotCache:
             if rank >= MAX_FILES or total > MAX_BYTES:
                 self._remove(path.stem)
 
+    def overdue(self, call: Call) -> Call | None:
+        """The pending first request of this call's prompt, when this call is not its N/A twin: its slot is kept
+        (with a twin of its own) before this call is sent. None: nothing pending, or this call is the twin."""
+        key = _zero_shot(call) or _repaired(call)
+        if key is None or key not in self._pending or _zero_shot(call) and _is_twin(call):
+            return None
+        with self._lock:
+            return self._pending.pop(key, None)
+
+    def after(self, call: Call, keep: bool) -> Call | None:
+        """Once a (planned, sent) call's reply is back: the call whose slot to keep now, if any. A prompt's first
+        request waits for the debias prior's N/A call (pending); that call, or a first request that is the twin
+        itself, keeps the slot at once. No I/O."""
+        key = _zero_shot(call)
+        if key is None or not (keep or key in self._pending):
+            return None
+        with self._lock:
+            if not _is_twin(call):
+                if keep:
+                    self._pending[key] = call
+                return None
+            self._pending.pop(key, None)
+        return call
+
+    @property
+    def pending(self) -> bool:
+        """Whether a prompt's slot waits to be kept (:meth:`settle` has work)."""
+        return bool(self._pending)
+
+    def settle(self) -> None:
+        """Keep every prompt still pending, each with a twin of its own (its prior was not asked): the call is
+        finished, and its next request, or another caller's, would take the slot."""
+        with self._lock:
+            pending, self._pending = list(self._pending.values()), {}
+        for call in pending:
+            self.keep(call)
+
     def wrap(self, send: Callable[[Call], Reply]) -> Callable[[Call], Reply]:
         """``send`` with this cache around it (sync)."""
         def sending(call: Call) -> Reply:
             self.distrust(call)
+            due = self.overdue(call)
+            if due is not None:  # before this request, which would take the slot
+                self.keep(due)
             call, slot, keep = self.plan(call)
             if slot is not None and not self.restore(call, slot):
                 keep = True
             reply = send(call)
-            if keep:  # before the flow's next request, which would take the slot
-                self.keep(call)
+            due = self.after(call, keep)
+            if due is not None:
+                self.keep(due)
             return reply
         return sending
 
@@ -243,12 +294,16 @@ class SlotCache:
         async def sending(call: Call) -> Reply:
             if _repaired(call) is not None:
                 await asyncio.to_thread(self.distrust, call)
+            due = self.overdue(call)
+            if due is not None:
+                await asyncio.to_thread(self.keep, due)
             call, slot, keep = self.plan(call)
             if slot is not None and not await asyncio.to_thread(self.restore, call, slot):
                 keep = True
             reply = await asend(call)
-            if keep:
-                await asyncio.to_thread(self.keep, call)
+            due = self.after(call, keep)
+            if due is not None:
+                await asyncio.to_thread(self.keep, due)
             return reply
         return sending
 
