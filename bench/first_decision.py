@@ -63,7 +63,7 @@ def child(row: str, model: str, folder: Path) -> dict[str, Any]:
         took = time.perf_counter() - start
         sent = _reads(resp)
         first = {"row": row, "seconds": took, "calls": resp.usage.n_calls + len(loopback),
-                 "prompt_read": sum(map(sum, sent.values())) + sum(loopback), "reads": sent,
+                 "prompt_read": sum(map(sum, sent.values())) + sum(loopback), "reads": sent, "server_ms": _ms(resp),
                  "loopback_read": list(loopback), "choice": resp.answers["team"].choice,
                  "prior": resp.debug["questions"]["spam"]["readout"].get("prior")}
         loopback.clear()
@@ -72,6 +72,12 @@ def child(row: str, model: str, folder: Path) -> dict[str, Any]:
         first["later"] = {"seconds": round(time.perf_counter() - start, 2), "calls": later.usage.n_calls + len(loopback),
                           "reads": _reads(later), "choice": later.answers["team"].choice}
         return first
+
+
+def _ms(resp: Any) -> dict[str, list[int]]:
+    """Per question, each reply's server time (prompt and generation, llama.cpp's ``timings``), in ms."""
+    return {q: [round(a["data"].get("timings", {}).get("prompt_ms", 0) + a["data"].get("timings", {}).get(
+        "predicted_ms", 0)) for a in info["attempts"] if a["kind"] == "response"] for q, info in resp.debug["questions"].items()}
 
 
 def _reads(resp: Any) -> dict[str, list[int]]:
