@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .labels import norm_token
-from .readout import answer_entry
+from .readout import answer_entry, field_of
 
 #: Sent with the continuation call: vLLM and SGLang continue a final assistant message only when
 #: asked (``continue_final_message``, without a new generation prompt); llama.cpp continues one on
@@ -25,18 +25,14 @@ PREFILL_FIELDS = {"continue_final_message": True, "add_generation_prompt": False
 _END = re.compile(r"^\s*(<\|[^|>]*\|>|</s>|<eos>)?\s*$")
 
 
-def _get(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-
-
 def window_of(logprobs: Any, content: str | None) -> list[tuple[str, float]]:
     """(token, logprob) of the continuation's first token: the sampled one and its alternatives."""
-    entries = _get(logprobs, "content") if logprobs is not None else None
+    entries = field_of(logprobs, "content") if logprobs is not None else None
     if not entries:
         return []
     entry = answer_entry(entries, content) if content and content.strip() else entries[0]
-    out = [(str(_get(entry, "token") or ""), _get(entry, "logprob"))]
-    out += [(str(_get(c, "token") or ""), _get(c, "logprob")) for c in _get(entry, "top_logprobs") or []]
+    out = [(str(field_of(entry, "token") or ""), field_of(entry, "logprob"))]
+    out += [(str(field_of(c, "token") or ""), field_of(c, "logprob")) for c in field_of(entry, "top_logprobs") or []]
     return [(t, float(lp)) for t, lp in out if lp is not None and math.isfinite(float(lp))]
 
 

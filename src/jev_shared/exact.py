@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .labels import AMBIGUOUS, Fold
-from .readout import answer_entry
+from .readout import answer_entry, field_of
 
 #: Added to each answer token's logit: far above any logit gap, so no other token outranks one of them.
 EXACT_BIAS = 100
@@ -96,20 +96,17 @@ def own_token_fold(fold: Fold | None, logprobs: Any, table: Mapping[str, int] | 
 
 def _candidates(logprobs: Any) -> list[tuple[str, int]]:
     """(token, id) of the answer token and its alternatives, where the reply gives ids (llama.cpp does)."""
-    entries = _get(logprobs, "content")
+    entries = field_of(logprobs, "content")
     if not entries:
         return []
     entry = answer_entry(entries, None)
     out = []
-    for cand in [entry, *(_get(entry, "top_logprobs") or _get(entry, "top_probs") or [])]:
-        token, tid = _get(cand, "token"), _get(cand, "id")
+    for cand in [entry, *(field_of(entry, "top_logprobs") or field_of(entry, "top_probs") or [])]:
+        token, tid = field_of(cand, "token"), field_of(cand, "id")
         if isinstance(token, str) and isinstance(tid, int) and not isinstance(tid, bool):
             out.append((token, tid))
     return out
 
-
-def _get(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
 def exact_fields(ids: Sequence[int]) -> tuple[dict[str, Any], dict[str, Any]]:

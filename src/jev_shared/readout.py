@@ -52,7 +52,9 @@ class Readout:
         }
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
+def field_of(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj[name]`` of a reply's dict (any Mapping), else its attribute: the one dict-or-attribute reader of the
+    readouts (readout, exact, continuation), so an SDK object and the lean wire path's dicts read alike."""
     if type(obj) is dict:  # the lean wire path's replies: skip the ABC check, read ~20 times a reply
         return obj.get(name, default)
     if isinstance(obj, Mapping):
@@ -67,7 +69,7 @@ def answer_entry(entries: Sequence[Any], content: str | None) -> Any:
     exactly with ``content``, the answer starts where that tail does. Otherwise the stream is read
     as it arrives. Leading whitespace tokens are skipped when a later token exists.
     """
-    tokens = [str(_get(e, "token") or "") for e in entries]
+    tokens = [str(field_of(e, "token") or "") for e in entries]
     start = 0
     if content and "".join(tokens) != content:
         tail = ""
@@ -100,7 +102,7 @@ def read_labels(
     of its own gets its share of a token it shares with others (:func:`split_shared`), never the floor.
     """
     fold = fold or letter_fold(labels)
-    entries = _get(logprobs, "content") if logprobs is not None else None
+    entries = field_of(logprobs, "content") if logprobs is not None else None
     if not entries:
         raise LabelReadoutError(
             f"no logprobs returned for the answer token (method={method!r}); this provider cannot report "
@@ -108,21 +110,21 @@ def read_labels(
             provider_cannot=True,
         )
     entry = answer_entry(entries, content)
-    sampled = str(_get(entry, "token") or "")
-    sampled_lp = _get(entry, "logprob")
-    window = list(_get(entry, "top_logprobs") or [])
+    sampled = str(field_of(entry, "token") or "")
+    sampled_lp = field_of(entry, "logprob")
+    window = list(field_of(entry, "top_logprobs") or [])
     if len(labels) == 1:
         return Readout([1.0], sampled=sampled, logprobs={labels[0]: 0.0})
     if sampled_lp is None:
         raise LabelReadoutError(f"no logprob for the answer token {sampled!r} (method={method!r})")
-    if not any(str(_get(c, "token")) != sampled or _get(c, "logprob") != sampled_lp for c in window):
+    if not any(str(field_of(c, "token")) != sampled or field_of(c, "logprob") != sampled_lp for c in window):
         raise LabelReadoutError(
             f"the answer token's top_logprobs held nothing but the sampled token (method={method!r}); one "
             "logprob is not a distribution: raise top_logprobs, or use method='structured' or 'discrete'",
             provider_cannot=True,
         )
 
-    best, returned, shared = _fold_window([{"token": sampled, "logprob": sampled_lp, "id": _get(entry, "id")}, *window],
+    best, returned, shared = _fold_window([{"token": sampled, "logprob": sampled_lp, "id": field_of(entry, "id")}, *window],
                                          fold)
     own = best
     if split:
@@ -144,8 +146,8 @@ def unread(labels: Sequence[str], own: Mapping[str, float], shared: Mapping[str,
 def _token_id(candidates: Sequence[Any], token: str) -> int | None:
     """The id a reply gave ``token`` (llama.cpp sends one with each candidate), or None."""
     for cand in candidates:
-        tid = _get(cand, "id")
-        if str(_get(cand, "token") or "") == token and isinstance(tid, int) and not isinstance(tid, bool):
+        tid = field_of(cand, "id")
+        if str(field_of(cand, "token") or "") == token and isinstance(tid, int) and not isinstance(tid, bool):
             return tid
     return None
 
@@ -161,7 +163,7 @@ def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], l
         if type(cand) is dict:  # the lean wire path's replies: read ~20 times a reply
             lp, raw = cand.get("logprob"), cand.get("token")
         else:
-            lp, raw = _get(cand, "logprob"), _get(cand, "token")
+            lp, raw = field_of(cand, "logprob"), field_of(cand, "token")
         if lp is None:  # a null alternative is simply not reported
             continue
         lp = float(lp)
@@ -173,7 +175,7 @@ def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], l
         if label == AMBIGUOUS:
             shared[token] = max(lp, shared.get(token, -math.inf))
             if lp > ambiguous:
-                ambiguous, ambiguous_token, ambiguous_id = lp, token, _get(cand, "id")
+                ambiguous, ambiguous_token, ambiguous_id = lp, token, field_of(cand, "id")
         elif label is not None and (label not in best or lp > best[label]):
             best[label] = lp  # -inf included: a label reported at -inf is a reported zero, not a missing one
     if ambiguous > max(best.values(), default=-math.inf):
