@@ -38,7 +38,8 @@ TODAY: dict[str, tuple[Path | None, bool]] = {
 #: The forms compared for --forms (heldout_fit.FITS names): the shipped one and its nearest rivals.
 FORMS = ("as answered", "T pooled", "T per kind", "T + top per kind", "T(entropy)", "T(raw_entropy)",
          "T(entropy, examples)", "T(entropy, log_k)", "T(log_k, examples)", "top(entropy)(entropy)",
-         "T(entropy), every kind's own", hf.OWN_KINDS)
+         "T(entropy), every kind's own", hf.OWN_KINDS, "P(right) on all", "P(right) on logit + all",
+         "P(right) on logit + all, ridge 10", "P(right) on logit + all + debias moved")
 ECE_ZERO, ECE_ONE, MIN_N, GATE_PREC, MIN_KEPT = 0.08, 0.06, 150, 0.90, 20
 Key = tuple[str, int]
 
@@ -99,6 +100,35 @@ def rows(decisions: Sequence[Decision], model: str, heldout_rows: dict, form: st
     return "\n".join(lines)
 
 
+def compare(decisions: Sequence[Decision], forms: Sequence[str]) -> str:
+    """Forms side by side on the same folds (each set fitted on the others): per set and setting, ECE and
+    right at p ≥ 0.7 under each, beside the ECE a calibrated model reads; then per setting the worst set,
+    the mean over sets, the pooled log loss and right at p ≥ 0.7 (issue 32's correctness model)."""
+    judged = {f: hf.loo(decisions, hf.FITS[f]) for f in forms}
+    kinds = {d.set: (d.kind, len(d.answered)) for d in decisions}
+    first = judged[forms[0]]
+    lines = ["| set | kind, options | setting | n | accuracy | " + " | ".join(f"{f}: ECE, right at p ≥ 0.7" for f in forms)
+             + " | a calibrated model reads |", "|" + "---|" * (6 + len(forms))]
+    for (s, shots), recs in sorted(first.items(), key=lambda k: (k[0][1], k[0][0])):
+        lines.append(f"| {s} | {kinds[s][0]}, {kinds[s][1]} | {hf.SETTINGS[shots]} | {len(recs)} | "
+                     f"{metrics(recs).accuracy:.1%} | " + " | ".join(cell(judged[f][(s, shots)]) for f in forms)
+                     + f" | {hf.ece_floor(recs):.3f} |")
+    lines += ["", "| form | setting | worst ECE (set) | mean ECE | pooled NLL | right at p ≥ 0.7 | issue's ECE rows met |",
+              "|---|---|---|---|---|---|---|"]
+    for f in forms:
+        for shots in sorted({k[1] for k in first}):
+            part = {k: v for k, v in judged[f].items() if k[1] == shots}
+            eces = {k[0]: metrics(v).ece for k, v in part.items()}
+            worst = max(eces, key=eces.__getitem__)
+            big = [k for k, v in part.items() if len(v) >= MIN_N]
+            met = sum(metrics(part[k]).ece <= (ECE_ZERO if shots == 0 else ECE_ONE) for k in big)
+            pooled = [r for v in part.values() for r in v]
+            right, n = kept(pooled)
+            lines.append(f"| {f} | {hf.SETTINGS[shots]} | {eces[worst]:.3f} ({worst}) | {sum(eces.values()) / len(eces):.3f} | "
+                         f"{metrics(pooled).nll:.3f} | {right}/{n} ({right / max(n, 1):.0%}) | {met} of {len(big)} |")
+    return "\n".join(lines)
+
+
 def debias_rows(decisions: Sequence[Decision]) -> str:
     """Accuracy and log loss (as answered) with the prior divided out not at all / half / whole, pooled per
     kind and setting, and each set's: what the strength per kind is chosen on."""
@@ -135,6 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--form", default="", help="the form fitted (heldout_fit.FITS; default: the model's shipped one)")
     ap.add_argument("--forms", action="store_true", help="the forms of FORMS compared, one line each, only")
     ap.add_argument("--debias", action="store_true", help="debias strength per kind, only")
+    ap.add_argument("--compare", nargs="+", default=None, metavar="FORM",
+                    help="these forms (heldout_fit.FITS) side by side on the same folds, per set, only")
     ap.add_argument("--sets", default="", help="only these sets (comma-separated)")
     ap.add_argument("--strengths", default="", help="debias strengths tried in place of models.py's, e.g. "
                     "choice=0.5,choice+examples=0.5,noul=0.5,score=1 (every kind not named: 0)")
@@ -149,6 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{', '.join(p.name for p in paths)}; held out: {', '.join(sorted(hf.held_out_sets())) or 'none'}")
     if args.debias:
         print(debias_rows(decisions))
+    elif args.compare:
+        print(compare(decisions, args.compare))
     elif args.forms:
         print(hf.summary(decisions, FORMS))
     else:

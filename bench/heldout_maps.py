@@ -48,6 +48,21 @@ def top_map(slope: Sequence[str], shift: Sequence[str]) -> Callable[[list[Record
     return fit
 
 
+def correctness_map(features: Sequence[str], logit: bool = True, l2: float = L2) -> Callable[[list[Record]], Calibrator]:
+    """A correctness model (issue 32): P(the top answer is right) by logistic regression on ``features``
+    (and the top's logit when ``logit``); the top probability becomes it, the rest keep their ratios. The
+    ``top`` form with the features in its shift: it ships in the same file."""
+    def fit(records: list[Record]) -> Calibrator:
+        fmap = fit_top_map(labelled(records), ("1",) if logit else (), ("1", *features), l2=l2)
+        return _finish(Calibrator({GLOBAL: 1.0}, maps={GLOBAL: fmap}, target=0.95), records)
+    return fit
+
+
+#: The correctness model's inputs: the top's log probability, its margin over the runner-up, the answer's
+#: spread, the number of options, the kind, examples, and how far the prior divided out leans (0: uniform).
+CORRECT_FEATURES = ("log_top", "margin", "entropy", "log_k", "noul", "score", "examples", "prior_lean")
+
+
 def _name(form: str, *groups: Sequence[str]) -> str:
     return form + "".join("(" + ", ".join(g) + ")" for g in groups)
 
@@ -67,4 +82,12 @@ CANDIDATES: dict[str, Callable[[list[Record]], Calibrator]] = {
         ((), ("log_k", "examples", "prior_entropy")), ((), ("log_k", "examples", "shift")),
         ((), ("noul", "score", "examples")), (("entropy",), ("entropy",)),
         ((), ("log_k", "examples", "prior_entropy", "entropy")))
+} | {
+    "P(right) on all": correctness_map(CORRECT_FEATURES, logit=False),
+    "P(right) on logit + all": correctness_map(CORRECT_FEATURES),
+    "P(right) on logit + spread + kind": correctness_map(("margin", "entropy", "noul", "score", "examples")),
+    "P(right) on logit + all but the prior": correctness_map(CORRECT_FEATURES[:-1]),
+    "P(right) on logit + all, prior_entropy for prior_lean": correctness_map((*CORRECT_FEATURES[:-1], "prior_entropy")),
+    "P(right) on logit + all, ridge 10": correctness_map(CORRECT_FEATURES, l2=10.0),
+    "P(right) on logit + all + debias moved": correctness_map((*CORRECT_FEATURES, "shift", "raw_entropy")),
 }

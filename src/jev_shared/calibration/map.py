@@ -4,7 +4,8 @@ Why: one temperature for every question treats a yes/no the model is timid on an
 question it is bold on alike. The engine knows, for any question and at run time, things that say
 which kind of answer it is looking at: how many options (``log_k``), the kind, whether the question
 has examples, how spread the answer is (``entropy``), how much the content-free or examples' prior
-leaned (``prior_entropy``) and how far dividing it out moved the answer (``shift``). A map is a few
+leaned (``prior_entropy``, ``prior_lean``), how far dividing it out moved the answer (``shift``), and
+how clearly the top answer won (``log_top``, ``margin``: issue 32's correctness model). A map is a few
 weights on those features, fitted by log loss on labelled answers of many public sets
 (``bench/heldout_fit.py``), small enough to read in the shipped JSON.
 
@@ -51,6 +52,21 @@ def _shift(probs: Sequence[float], ctx: Context) -> float:
     return sum(p * math.log(max(p, FLOOR) / max(r, FLOOR)) for p, r in zip(probs, raw) if p > 0)
 
 
+def _margin(probs: Sequence[float], ctx: Context) -> float:
+    """The top probability minus the runner-up's: how clearly the answer won."""
+    top = sorted(probs, reverse=True)
+    return top[0] - top[1] if len(top) > 1 else 1.0
+
+
+def _prior_lean(probs: Sequence[float], ctx: Context) -> float:
+    """How far the prior divided out is from uniform: 1 − its entropy over log K, after renormalising
+    (a partial division's prior is a power of the content-free one and does not sum to 1); 0 with none."""
+    if not ctx.prior or len(ctx.prior) < 2:
+        return 0.0
+    total = sum(ctx.prior) or 1.0
+    return 1.0 - _entropy([p / total for p in ctx.prior])
+
+
 #: Feature name → its value for an answer (probabilities in key order) and its context.
 FEATURES: dict[str, Callable[[Sequence[float], Context], float]] = {
     "1": lambda probs, ctx: 1.0,
@@ -62,6 +78,9 @@ FEATURES: dict[str, Callable[[Sequence[float], Context], float]] = {
     "raw_entropy": lambda probs, ctx: _entropy(undivided(probs, ctx)),
     "prior_entropy": lambda probs, ctx: _entropy(ctx.prior) if ctx.prior else 1.0,
     "shift": _shift,
+    "log_top": lambda probs, ctx: math.log(max(max(probs), FLOOR)),
+    "margin": _margin,
+    "prior_lean": _prior_lean,
 }
 
 
