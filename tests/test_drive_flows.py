@@ -43,18 +43,29 @@ def pool():
 
 
 def test_flows_run_on_the_callers_thread_and_only_the_posts_on_the_pool(pool):
-    seen: list[str] = []
-    posted: list[str] = []
+    """With a deadline every post is on a worker thread (the caller keeps the clock); without one, the caller
+    sends the last request that fits itself rather than wait idle."""
+    me = threading.current_thread().name
+    for budget in (Budget.of(10.0), Budget()):
+        seen: list[str] = []
+        posted: list[tuple[str, str]] = []
+        gate = threading.Barrier(4, timeout=5)  # all four first requests are in flight at once
 
-    def send(call: Call) -> Reply:
-        posted.append(threading.current_thread().name)
-        return reply(call)
+        def send(call: Call, posted: list[tuple[str, str]] = posted, gate: threading.Barrier = gate) -> Reply:
+            posted.append((call.kwargs["q"], threading.current_thread().name))
+            if call.kwargs["k"] == 0:
+                gate.wait()
+            return reply(call)
 
-    out = drive.run_flows([flow(f"q{i}", 2, seen) for i in range(4)], send, scout=False, budget=Budget(),
-                          max_concurrency=8, pool=pool)
-    assert out == ["q0", "q1", "q2", "q3"]
-    assert set(seen) == {threading.current_thread().name}
-    assert len(posted) == 8 and all(name.startswith("jev") for name in posted)
+        out = drive.run_flows([flow(f"q{i}", 2, seen) for i in range(4)], send, scout=False, budget=budget,
+                              max_concurrency=8, pool=pool)
+        assert out == ["q0", "q1", "q2", "q3"]
+        assert set(seen) == {me}
+        first = {q: name for q, name in posted[:4]}
+        if budget.deadline is not None:
+            assert len(posted) == 8 and all(name.startswith("jev") for _, name in posted)
+        else:
+            assert first["q3"] == me and all(first[q].startswith("jev") for q in ("q0", "q1", "q2"))
 
 
 def test_one_question_without_a_deadline_sends_on_the_callers_thread(pool):

@@ -130,12 +130,12 @@ class _Wave:
                 future.cancel()  # those not started (a timed-out call): they never send
 
     def _start(self, limit: int) -> None:
-        """Send what is ready, up to ``limit`` in flight; without a deadline, one that would be alone in flight
-        (the last, or one at a time) on this thread."""
+        """Send what is ready, up to ``limit`` in flight. Without a deadline the last that fits is sent on this
+        thread, which would otherwise only wait (one question, or one at a time: no worker thread at all)."""
         while self.ready and len(self.in_flight) < limit:
             i, call = self.ready.popleft()
-            alone = not self.in_flight and (limit == 1 or not self.ready)
-            if self.pool is None or (alone and self.budget.deadline is None):
+            last = not self.ready or len(self.in_flight) + 1 == limit
+            if self.pool is None or (last and self.budget.deadline is None):
                 try:
                     outcome = _sent(self.send, call)
                 except Exception as exc:  # noqa: BLE001 - the question's outcome, raised in question order
