@@ -182,3 +182,15 @@ def test_one_at_a_time_without_a_deadline_sends_on_the_callers_thread(pool):
     out = drive.run_flows([flow(f"q{i}", 2) for i in range(3)], send, scout=False, budget=Budget(),
                           max_concurrency=1, pool=pool)
     assert out == ["q0", "q1", "q2"] and posted == [threading.current_thread().name] * 6
+
+
+def test_one_question_keeps_its_error_as_its_outcome():
+    def broken(_call: Call) -> Reply:
+        raise RuntimeError("broken")
+
+    def refused(_call: Call) -> Reply:
+        raise ProviderError("no", status_code=400)
+
+    out = drive.run_flows([flow("q")], broken, scout=False, budget=Budget(), max_concurrency=8)
+    assert isinstance(out[0], RuntimeError)
+    assert drive.run_flows([flow("q")], refused, scout=False, budget=Budget(), max_concurrency=8) == ["q: 400"]

@@ -78,6 +78,11 @@ def run_flows(flows: Sequence[Flow[T]], send: Callable[[Call], Reply], *, scout:
     tracing reaches it, at most ``max_concurrency`` of the call's at once. Worker threads that only post trade
     the GIL far less than threads that each ran a whole flow (issue 33: 76 context switches for eight questions).
     A lone request without a deadline is sent on the caller's thread (one question: no thread at all)."""
+    if len(flows) == 1 and budget.deadline is None:  # the common call: 2 µs here against 10 µs through _Wave
+        try:
+            return [drive(flows[0], send)]
+        except Exception as exc:  # noqa: BLE001 - the question's outcome
+            return [exc]
     outcomes: list[Outcome] = [None] * len(flows)
     own = pool is None and (len(flows) > 1 or budget.deadline is not None)
     if own:
