@@ -6,7 +6,8 @@ warm but the model file. Wall time and the prompt tokens the server read anew (l
 kept prompts' own loopback requests (``slots.py``, outside the decision's debug) counted too; a second decision in
 the same process (``later``: its calls and reads, not in the ratio) shows later decisions unchanged. ``--runs N``
 alternates the two rows N times (which goes first alternates too) and gives each run's ratio: on a shared
-machine the ratio within one run is the figure to read.
+machine the ratio within one run is the figure to read. ``cpu_s``: the row process's CPU time over the same span
+(the embedded llama.cpp server runs in it), what the server did whatever the load.
 
     python bench/first_decision.py                 # the embedded default model (Qwen2.5-Coder-1.5B)
     python bench/first_decision.py --model qwen2.5-coder-0.5b --runs 3
@@ -39,7 +40,7 @@ def questions() -> dict[str, Any]:
     return {"team": team, "spam": Noul(instructions="This message is spam.")}
 
 
-def child(row: str, model: str, folder: Path) -> dict[str, Any]:
+def child(row: str, model: str, folder: Path, concurrency: int | None = None) -> dict[str, Any]:
     from jev_shared import SystemOneClient
     from jev_shared.local import LocalServer
 
@@ -49,20 +50,21 @@ def child(row: str, model: str, folder: Path) -> dict[str, Any]:
         if row == "bare":
             sdk = srv.client()
             calls = client.preview(STATE, questions())
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             reads: list[int] = []
             for c in calls:
                 body = {k: v for k, v in c["request"].items() if k not in ("extra_body",)}
                 raw = sdk.chat.completions.with_raw_response.create(**{**body, "max_tokens": 1},
                                                                     extra_body=c["request"].get("extra_body"))
                 reads.append(json.loads(raw.http_response.content).get("timings", {}).get("prompt_n", 0))
-            return {"row": row, "seconds": time.perf_counter() - start, "calls": len(calls), "prompt_read": sum(reads),
+            return {"row": row, "seconds": time.perf_counter() - start, "cpu_s": round(time.process_time() - cpu, 2),
+                    "calls": len(calls), "prompt_read": sum(reads),
                     "reads": reads}
-        start = time.perf_counter()
-        resp = client.system_one(STATE, questions())
-        took = time.perf_counter() - start
+        start, cpu = time.perf_counter(), time.process_time()
+        resp = client.system_one(STATE, questions(), **({} if concurrency is None else {"max_concurrency": concurrency}))
+        took, cpu = time.perf_counter() - start, round(time.process_time() - cpu, 2)
         sent = _reads(resp)
-        first = {"row": row, "seconds": took, "calls": resp.usage.n_calls + len(loopback),
+        first = {"row": row, "seconds": took, "cpu_s": cpu, "calls": resp.usage.n_calls + len(loopback),
                  "prompt_read": sum(map(sum, sent.values())) + sum(loopback), "reads": sent, "server_ms": _ms(resp),
                  "loopback_read": list(loopback), "choice": resp.answers["team"].choice,
                  "prior": resp.debug["questions"]["spam"]["readout"].get("prior")}
@@ -107,34 +109,40 @@ def main() -> None:
     ap.add_argument("--model", default=None)
     ap.add_argument("--runs", type=int, default=1, help="alternate the two rows this many times")
     ap.add_argument("--child", default=None)
+    ap.add_argument("--first-concurrency", type=int, default=None,
+                    help="the first decision's max_concurrency (default: the client's); the later one keeps the default")
     args = ap.parse_args()
     from jev_shared.local import DEFAULT_MODEL
 
     model = args.model or DEFAULT_MODEL
     if args.child:
-        print(json.dumps(child(args.child, model, Path(os.environ["JEV_BENCH_DIR"]))))
+        print(json.dumps(child(args.child, model, Path(os.environ["JEV_BENCH_DIR"]), args.first_concurrency)))
         return
     print(f"load average {os.getloadavg()[0]:.2f}; model {model}")
     ratios = []
     for run in range(args.runs):
         order = ("first decision", "bare") if run % 2 == 0 else ("bare", "first decision")
-        rows = {row: one_row(row, model) for row in order}
-        ratios.append((rows["first decision"]["seconds"] / rows["bare"]["seconds"],
-                       rows["first decision"]["prompt_read"] / rows["bare"]["prompt_read"]))
+        rows = {row: one_row(row, model, args.first_concurrency) for row in order}
+        fd, bare = rows["first decision"], rows["bare"]
+        ratios.append((fd["seconds"] / bare["seconds"], fd["prompt_read"] / bare["prompt_read"],
+                       fd["cpu_s"] / max(bare["cpu_s"], 1e-9)))
         print(f"run {run + 1}: first decision / bare one-token calls: {ratios[-1][0]:.2f}x wall, {ratios[-1][1]:.2f}x "
-              f"prompt tokens (issue 33 target <= 1.5x)")
+              f"prompt tokens, {ratios[-1][2]:.2f}x CPU of the process (server in it) (issue 33 target <= 1.5x)")
     walls = sorted(r[0] for r in ratios)
+    cpus = sorted(r[2] for r in ratios)
     print(f"wall ratio median {walls[len(walls) // 2]:.2f}x, range {walls[0]:.2f}-{walls[-1]:.2f}x over {args.runs} "
-          f"run(s); load average {os.getloadavg()[0]:.2f}")
+          f"run(s); CPU ratio median {cpus[len(cpus) // 2]:.2f}x, range {cpus[0]:.2f}-{cpus[-1]:.2f}x; "
+          f"load average {os.getloadavg()[0]:.2f}")
 
 
-def one_row(row: str, model: str) -> dict[str, Any]:
+def one_row(row: str, model: str, concurrency: int | None = None) -> dict[str, Any]:
     """One row in a fresh process, with a fresh memory file and kept-prompts folder."""
     with tempfile.TemporaryDirectory() as d:
         env = {**os.environ, "JEV_MEMORY_FILE": str(Path(d) / "memory.json"), "JEV_BENCH_DIR": d}
         env.pop("JEV_NO_CACHE", None)  # the kept prompts are part of the first decision
         load = os.getloadavg()[0]
-        out = subprocess.run([sys.executable, __file__, "--model", model, "--child", row], env=env, check=True,
+        more = [] if concurrency is None else ["--first-concurrency", str(concurrency)]
+        out = subprocess.run([sys.executable, __file__, "--model", model, "--child", row, *more], env=env, check=True,
                              capture_output=True, text=True, cwd=ROOT).stdout
     result = json.loads(out.strip().splitlines()[-1])
     result["load"] = f"{load:.2f}-{os.getloadavg()[0]:.2f}"
