@@ -51,13 +51,28 @@ class Decision:
     raw: dict[str, float] | None = None
 
 
+#: A JSON file of further sets kept outside ``data/public/`` (``{name: {meta…, "items": [...]}}``, e.g.
+#: ``heldout_runs/h4b-poem_sentiment.json``), read by every bench here when this variable names it.
+EXTRA_SETS_ENV = "JEV_BENCH_EXTRA_SETS"
+
+
+def _extra_sets() -> dict[str, dict[str, Any]]:
+    path = os.environ.get(EXTRA_SETS_ENV)
+    return json.loads(Path(path).read_text()) if path else {}
+
+
 def load_sets() -> dict[str, dict[str, Any]]:
-    return json.loads((DATA / "sets.json").read_text())
+    extra = {n: {k: v for k, v in m.items() if k != "items"} for n, m in _extra_sets().items()}
+    return {**json.loads((DATA / "sets.json").read_text()), **extra}
 
 
 def load_items(name: str, limit: int | None, extra: bool = False, offset: int = 0) -> list[dict[str, Any]]:
     """The set's 60 scored items, or (``extra``) the further items of ``extra/`` (build.py ``--extra``);
     from ``offset`` on, at most ``limit``."""
+    outside = _extra_sets().get(name)
+    if outside is not None:
+        rows = [] if extra else list(outside["items"])[offset:]
+        return rows[:limit] if limit else rows
     path = DATA / "extra" / f"{name}.jsonl" if extra else DATA / f"{name}.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()][offset:]
     return rows[:limit] if limit else rows

@@ -7,7 +7,10 @@ strength can be applied offline. Variants (what a user could write; no engine ch
 - ``levelnames``: a score asked as a choice whose options are its level names (``negative`` … ``positive``),
   read back onto the levels: what a score answered by its level words instead of digits would read;
 - ``nouldesc``: a noul whose options say the statement is true / false *of the state*;
-- ``base``: as ``bench/heldout.py`` asks them.
+- ``base``: as ``bench/heldout.py`` asks them;
+- ``digitsmapped`` (an engine change tried, not shipped by the variant): a score asked by digits, as the
+  default, with the closing line restating each digit's level (``(0, 1, 2), where 0 = negative, 1 = neutral, …``)
+  next to where the model answers: whether the 1.5B's digits lose the level they stand for.
 
     JEV_NO_CACHE=1 nice -n 5 python bench/heldout_variants.py --variant levelnames --sets finphrasebank,sst5,sick \
         --out bench/heldout_runs/h1-levelnames-15.json
@@ -43,6 +46,23 @@ def question(meta: dict[str, Any], variant: str) -> Choice | Score | Noul:
     if meta["kind"] == "noul":
         return Noul(instructions=meta["instructions"], criteria=NOUL_OF_THE_STATE if variant == "nouldesc" else None)
     return Choice(instructions=meta["instructions"], criteria=meta["criteria"])
+
+
+def map_digits_in_closing() -> None:
+    """``digitsmapped``: the score's closing line names each digit's level (patches ``prompt.closing``)."""
+    from jev_shared import prompt
+
+    plain = prompt.closing
+
+    def closing(prep: Any, fmt: Any) -> str:
+        if fmt.kind != "label" or fmt.symbols is None or prep.kind != "score":
+            return plain(prep, fmt)
+        pairs = ", ".join(f"{s} = {d or k}" for s, k, d in zip(fmt.symbols, prep.keys, prep.descriptions))
+        digits = ", ".join(fmt.symbols)
+        return f"Answer with exactly one digit ({digits}), where {pairs}. Reply with that digit and nothing else."
+
+    prompt.closing = closing  # type: ignore[assignment]
+    prompt._SYSTEMS.clear()
 
 
 def level_of(meta: dict[str, Any], answer: str) -> str:
@@ -102,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from jev_shared.local import LocalServer
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--variant", choices=("base", "levelnames", "nouldesc"))
+    ap.add_argument("--variant", choices=("base", "levelnames", "nouldesc", "digitsmapped"))
     ap.add_argument("--strengths", type=Path, help="a saved run: right answers per debias strength, offline")
     ap.add_argument("--sets", default="")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
@@ -118,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (args.variant and args.out and args.sets):
         ap.error("--variant, --sets and --out are required to run")
     sets = load_sets()
+    if args.variant == "digitsmapped":
+        map_digits_in_closing()
     out: dict[str, Any] = {"variant": args.variant, "calibrated": not args.no_calibration, "model": args.model, "load_at_start": os.getloadavg()[0], "rows": [],
                            "started": time.strftime("%H:%M:%S", time.gmtime())}
     srv = LocalServer(args.model, n_parallel=1).start()
