@@ -10,14 +10,21 @@ the gateway's settings serving a bare ASGI app (bench/asgi_floor.py), answering 
 (``uvicorn_floor_post``). ``--compare ROOT`` runs a second gateway from another checkout (``/work/main``)
 in the same run, the two taking turns round by round.
 
+``--split``: one request's layers apart, in one process (ASGI calls straight in, the access line to /dev/null):
+the sync and async posts, ``Gateway.respond`` (the engine, limits, metrics), FastAPI alone and the whole app with
+``respond`` answering a kept response, the whole app; ``--instructions``: each layer's instructions per call
+(cachegrind, two runs differenced: free of the machine's load).
+
     python bench/gateway_cpu.py [--cpu-n 400] [--rounds 3] [--compare /work/main] [--profile out.txt]
                                 [--no-engine]  # the post, the floors and the gateways only
+    python bench/gateway_cpu.py --split [--instructions] [--cpu-n 1000] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import json
 import os
@@ -26,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +64,16 @@ TEAM = Choice(instructions="Which team should handle this ticket?",
 SETS = {"1q": {"team": TEAM}, "8q": {f"q{i}": TEAM for i in range(8)}}
 KEY = "bench-cpu-key-0123456789abcdef"
 TICK = os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def stubbed() -> Iterator[str]:
+    """The stub backend in another process, for the block: its base URL."""
+    stub = subprocess.Popen([sys.executable, "-c", STUB.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True)
+    try:
+        yield stub.stdout.readline().strip()  # type: ignore[union-attr]
+    finally:
+        stub.kill()
 
 
 def proc_cpu_s(pid: int) -> float:
@@ -149,9 +167,7 @@ def post_ms(backend: str, n: int) -> float:
 
 def run_cpu(n: int, rounds: int, compare: list[Path], workers: int = 1, engine: bool = True) -> dict[str, Any]:
     """Every contender, ``rounds`` times in turn; the median of each. Needs nothing else running."""
-    stub = subprocess.Popen([sys.executable, "-c", STUB.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True)
-    try:
-        backend = stub.stdout.readline().strip()  # type: ignore[union-attr]
+    with stubbed() as backend:
         roots = {"this": ROOT, **{str(r): r for r in compare}}
         samples: dict[str, list[float]] = {}
         http = httpx.Client(headers={"authorization": f"Bearer {KEY}"}, timeout=60)
@@ -173,8 +189,6 @@ def run_cpu(n: int, rounds: int, compare: list[Path], workers: int = 1, engine: 
         ratios = {k.replace("_ms", "_x_httpx"): round(v / floor, 2) for k, v in figures.items() if k != "httpx_post_ms"}
         return {"n": n, "rounds": rounds, "load_average": round(os.getloadavg()[0], 2), "cpu_ms": figures,
                 "ratio_to_httpx_post": ratios, "samples": {k: [round(x, 3) for x in v] for k, v in samples.items()}}
-    finally:
-        stub.kill()
 
 
 def _asgi_post(app: Any, body: bytes) -> Any:
@@ -199,21 +213,13 @@ def _asgi_post(app: Any, body: bytes) -> Any:
     return call
 
 
-def profile_gateway(n: int, out: Path, qname: str = "1q") -> None:
+def profile_gateway(n: int, out: Path) -> None:
     """cProfile (CPU time) of the gateway app in this process, ASGI calls straight in, over the stub."""
-    from jev_shared.gateway import Backend, GatewayConfig
-    from jev_shared.gateway.app import create_app
-
-    stub = subprocess.Popen([sys.executable, "-c", STUB.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True)
-    try:
-        backend = stub.stdout.readline().strip()  # type: ignore[union-attr]
-        app = create_app(GatewayConfig(backends={"stub": Backend(backend, "stub")}, api_keys=frozenset({KEY}),
-                                       cache=False))
-        call = _asgi_post(app, body_for(SETS[qname]))
+    with stubbed() as backend:
+        call = _split_calls(backend)["app"]
         prof = cProfile.Profile(time.process_time)
 
         async def run() -> None:
-            app.gateway.pool.warm()
             for _ in range(50):
                 await call()
             prof.enable()
@@ -223,8 +229,6 @@ def profile_gateway(n: int, out: Path, qname: str = "1q") -> None:
 
         asyncio.run(run())
         _write(prof, out)
-    finally:
-        stub.kill()
 
 
 def _write(prof: cProfile.Profile, out: Path) -> None:
@@ -236,15 +240,129 @@ def _write(prof: cProfile.Profile, out: Path) -> None:
 
 def profile_async_engine(n: int, out: Path) -> None:
     """cProfile of the async engine alone (this process), ``n`` one-question calls."""
-    stub = subprocess.Popen([sys.executable, "-c", STUB.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True)
-    try:
-        backend = stub.stdout.readline().strip()  # type: ignore[union-attr]
+    with stubbed() as backend:
         async_cpu_ms(backend, SETS["1q"], 20)
         prof = cProfile.Profile(time.process_time)
         prof.runcall(async_cpu_ms, backend, SETS["1q"], n, 10)
         _write(prof, out)
-    finally:
-        stub.kill()
+
+
+#: One request's layers, measured apart (``--split``); the derived rows subtract them.
+LAYERS = ("sync_post", "async_post", "respond", "fastapi_kept", "app_kept", "app")
+
+
+def _split_calls(backend: str) -> dict[str, Any]:
+    """Each layer as a coroutine function of no arguments, over one gateway app."""
+    import openai
+    from fastapi import FastAPI
+
+    from jev_shared.gateway import Backend, GatewayConfig
+    from jev_shared.gateway.app import create_app
+    from jev_shared.gateway.logs import configure_logging
+    from jev_shared.gateway.schema import SystemOneRequest
+
+    with contextlib.redirect_stdout(open(os.devnull, "w")):  # noqa: SIM115 - the access line's handler keeps it
+        configure_logging("warning")
+    app = create_app(GatewayConfig(backends={"stub": Backend(backend, "stub")}, api_keys=frozenset({KEY}),
+                                   cache=False))
+    gw, inner = app.gateway, app
+    while not isinstance(inner, FastAPI):
+        inner = inner.app
+    gw.pool.warm()
+    body = body_for(SETS["1q"])
+    req = SystemOneRequest.model_validate_json(body)
+    plain, http = httpx.Client(), openai.DefaultAsyncHttpxClient()
+    chat = {"model": "stub", "messages": [{"role": "user", "content": STATE}], "max_tokens": 1, "logprobs": True,
+            "top_logprobs": 20, "temperature": 0}
+    raw = json.dumps(chat).encode()
+    response: list[Any] = []
+
+    async def async_post() -> None:
+        json.loads((await http.post(backend + "/chat/completions", content=raw,
+                                    headers={"content-type": "application/json"})).content)
+
+    async def kept_response(req: Any, key: Any, noted: dict[str, Any]) -> Any:
+        noted.update(model=req.model, n_questions=len(req.questions))
+        return response[0]
+
+    def kept(target: Any) -> Any:
+        async def call() -> None:
+            gw.respond = kept_response  # this instance only: answer_json reads it off self
+            try:
+                await asgi()
+            finally:
+                del gw.respond
+
+        asgi = _asgi_post(target, body)
+        return call
+
+    async def respond() -> None:
+        response[:] = [await gw.respond(req, KEY, {})]
+
+    async def sync_post() -> None:  # blocking, as the bench's client posts; a coroutine only to be timed alike
+        json.loads(plain.post(backend + "/chat/completions", json=chat).content)
+
+    return {"sync_post": sync_post,
+            "async_post": async_post, "respond": respond, "fastapi_kept": kept(inner), "app_kept": kept(app),
+            "app": _asgi_post(app, body)}
+
+
+def split_cpu_ms(backend: str, n: int, rounds: int, only: str | None = None) -> dict[str, list[float]]:
+    """CPU ms per call of each layer, ``rounds`` times in turn (``only``: that layer, once, for cachegrind)."""
+    import uvloop
+
+    calls = _split_calls(backend)
+    out: dict[str, list[float]] = {}
+
+    async def run() -> None:
+        await calls["respond"]()  # keeps the response the "_kept" layers answer with
+        for _ in range(1 if only else rounds):
+            for name in [only] if only else LAYERS:
+                call = calls[name]
+                for _ in range(20):
+                    await call()
+                start = time.process_time()
+                for _ in range(n):
+                    await call()
+                out.setdefault(name, []).append((time.process_time() - start) / max(n, 1) * 1000.0)
+
+    uvloop.run(run())
+    return out
+
+
+def split_instructions(backend: str, n: int) -> dict[str, list[float]]:
+    """Instructions per call of each layer: this script under cachegrind with ``--split-one`` for 0 and ``n``
+    calls, differenced (what starting Python and the app costs falls out)."""
+    import re
+
+    def refs(layer: str, k: int) -> int:
+        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", sys.executable,
+               __file__, "--split-one", layer, "--backend", backend, "--cpu-n", str(k)]
+        err = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"}).stderr
+        found = re.findall(r"I\s+refs:\s+([\d,]+)", err)
+        if not found:
+            raise RuntimeError(err[-2000:])
+        return int(found[-1].replace(",", ""))
+
+    return {layer: [(refs(layer, n) - refs(layer, 0)) / n] for layer in LAYERS}
+
+
+def run_split(n: int, rounds: int, instructions: bool) -> dict[str, Any]:
+    """``--split``: each layer's median, and the rows derived from them."""
+    with stubbed() as backend:
+        samples = split_instructions(backend, n) if instructions else split_cpu_ms(backend, n, rounds)
+    f = {k: statistics.median(v) for k, v in samples.items()}
+    derived = {"middlewares (ours, the access line)": f["app_kept"] - f["fastapi_kept"],
+               "FastAPI, validation, serialisation": f["fastapi_kept"],
+               "respond beyond the async post (engine, limits, metrics)": f["respond"] - f["async_post"],
+               "app beyond app_kept + respond (tasks, the engine's call in the app)":
+                   f["app"] - f["app_kept"] - f["respond"]}
+    scale = 1.0 / f["sync_post"]
+    return {"n": n, "rounds": 1 if instructions else rounds, "unit": "instructions" if instructions else "cpu_ms",
+            "load_average": round(os.getloadavg()[0], 2), "layers": {k: round(v, 3) for k, v in f.items()},
+            "derived": {k: round(v, 3) for k, v in derived.items()},
+            "x_sync_post": {k: round(v * scale, 2) for k, v in {**f, **derived}.items()},
+            "samples": {k: [round(x, 3) for x in v] for k, v in samples.items()}}
 
 
 def main() -> None:
@@ -256,14 +374,22 @@ def main() -> None:
     p.add_argument("--profile-engine", type=Path, help="write a cProfile of the async engine here")
     p.add_argument("--json", type=Path)
     p.add_argument("--no-engine", action="store_true", help="the post, the floors and the gateways only")
+    p.add_argument("--split", action="store_true", help="one request's layers apart, in this process")
+    p.add_argument("--instructions", action="store_true", help="with --split: instructions (cachegrind), not CPU")
+    p.add_argument("--split-one", choices=LAYERS, help=argparse.SUPPRESS)
+    p.add_argument("--backend", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.split_one:  # one layer, once, for --instructions (under cachegrind)
+        split_cpu_ms(args.backend, args.cpu_n, 1, only=args.split_one)
+        return
     if args.profile or args.profile_engine:
         if args.profile:
             profile_gateway(args.cpu_n, args.profile)
         if args.profile_engine:
             profile_async_engine(args.cpu_n, args.profile_engine)
         return
-    result = run_cpu(args.cpu_n, args.rounds, args.compare, engine=not args.no_engine)
+    result = (run_split(args.cpu_n, args.rounds, args.instructions) if args.split else
+              run_cpu(args.cpu_n, args.rounds, args.compare, engine=not args.no_engine))
     print(json.dumps(result, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
