@@ -14,7 +14,8 @@ import contextlib
 import contextvars
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from queue import Empty, SimpleQueue
 from typing import Any, TypeVar
 
 from .calls import Budget, Call, Flow, Reply
@@ -106,7 +107,10 @@ class _Wave:
                  outcomes: list[Outcome], pool: Executor | None) -> None:
         self.flows, self.send, self.budget, self.outcomes, self.pool = flows, send, budget, outcomes, pool
         self.ready: deque[tuple[int, Call]] = deque()
-        self.in_flight: dict[Future[Reply | ProviderError], int] = {}
+        #: question → its request on a worker thread; the worker puts (question, reply or fault, error) on
+        #: ``landed`` (one queue, not ``wait()`` over the futures: that takes every future's lock each time)
+        self.in_flight: dict[int, Future[None]] = {}
+        self.landed: SimpleQueue[tuple[int, Reply | ProviderError | None, BaseException | None]] = SimpleQueue()
 
     def run(self, wave: range, limit: int) -> None:
         """Until every flow of the wave has ended, or the budget ran out (then DecisionTimeoutError)."""
@@ -115,24 +119,35 @@ class _Wave:
         try:
             while self.ready or self.in_flight:
                 self._start(limit)
-                if not self.in_flight:
-                    continue
-                done, _ = wait(self.in_flight, timeout=self.budget.left(), return_when=FIRST_COMPLETED)
-                if not done:
-                    raise timed_out(self.budget)
-                for future in done:
-                    i = self.in_flight.pop(future)
-                    error = future.exception()
-                    if error is None:
-                        self._step(i, future.result())
-                    else:  # not a provider's fault (those go back into the flow): the question's outcome
-                        self.outcomes[i] = error
+                if self.in_flight:
+                    self._collect()
         except BaseException:
             self.budget.cancel()  # no question of the call sends again
             raise
         finally:
-            for future in self.in_flight:
+            for future in self.in_flight.values():
                 future.cancel()  # those not started (a timed-out call): they never send
+
+    def _collect(self) -> None:
+        """Wait for one request to land (at most what is left of the budget), then take all that have."""
+        left = self.budget.left()
+        try:
+            item = self.landed.get(timeout=None if left is None else max(left, 0.0))
+        except Empty:
+            raise timed_out(self.budget) from None
+        while True:
+            i, outcome, error = item
+            del self.in_flight[i]
+            if error is None:
+                self._step(i, outcome)
+            elif isinstance(error, Exception):  # not a provider's fault (those go back into the flow)
+                self.outcomes[i] = error
+            else:
+                raise error
+            try:
+                item = self.landed.get_nowait()
+            except Empty:
+                return
 
     def _start(self, limit: int) -> None:
         """Send what is ready, up to ``limit`` in flight. Without a deadline the last that fits is sent on this
@@ -148,7 +163,8 @@ class _Wave:
                 else:
                     self._step(i, outcome)
             else:
-                self.in_flight[self.pool.submit(contextvars.copy_context().run, _sent, self.send, call)] = i
+                self.in_flight[i] = self.pool.submit(contextvars.copy_context().run, _post, self.send, call, i,
+                                                     self.landed)
 
     def _step(self, i: int, outcome: Reply | ProviderError | None) -> None:
         """Resume flow ``i`` (start it when ``outcome`` is None): its next request is ready, or it has ended."""
@@ -168,6 +184,17 @@ def _sent(send: Callable[[Call], Reply], call: Call) -> Reply | ProviderError:
         return send(call)
     except ProviderError as exc:
         return exc
+
+
+def _post(send: Callable[[Call], Reply], call: Call, i: int,
+          landed: SimpleQueue[tuple[int, Reply | ProviderError | None, BaseException | None]]) -> None:
+    """A worker thread's whole part: question ``i``'s request sent, and what came of it put on ``landed``."""
+    try:
+        outcome = _sent(send, call)
+    except BaseException as exc:  # noqa: BLE001 - the caller's thread decides (an Exception is the outcome)
+        landed.put((i, None, exc))
+        raise
+    landed.put((i, outcome, None))
 
 
 async def run_tasks(jobs: Sequence[Callable[[], Awaitable[T]]], *, scout: bool, budget: Budget) -> list[Outcome]:
