@@ -143,7 +143,7 @@ class SlotCache:
         key = _zero_shot(call)
         if key is None:
             return False
-        if not self._verified(key) or self._action(slot, "restore", key) is None:
+        if not _verified(self.file(key), self.checksum(key)) or self._action(slot, "restore", key) is None:
             self._remove(key)  # bytes changed, a torn write, another llama.cpp's format
             return False
         with self._lock:
@@ -167,14 +167,6 @@ class SlotCache:
             slot = self._slot[key]
         self._remove(key)
         self._action(slot, "erase", key)
-
-    def _verified(self, key: str) -> bool:
-        try:
-            data = read_bytes(self.file(key), MAX_BYTES, follow_symlinks=False)
-            told = read_bytes(self.checksum(key), 256, follow_symlinks=False).decode("ascii").strip()
-        except (OSError, UnicodeDecodeError):
-            return False
-        return hashlib.sha256(data).hexdigest() == told
 
     def _remove(self, key: str) -> None:
         self.file(key).unlink(missing_ok=True)
@@ -236,8 +228,8 @@ class SlotCache:
                 self._remove(path.stem)
 
     def overdue(self, call: Call) -> Call | None:
-        """The pending first request of this call's prompt, when this call is not its N/A twin: its slot is kept
-        (with a twin of its own) before this call is sent. None: nothing pending, or this call is the twin."""
+        """The pending first request of this call's prompt, to keep (with a twin of its own) before this call is
+        sent, unless this call is the N/A twin itself."""
         key = _zero_shot(call) or _repaired(call)
         if key is None or key not in self._pending or _zero_shot(call) and _is_twin(call):
             return None
@@ -245,9 +237,8 @@ class SlotCache:
             return self._pending.pop(key, None)
 
     def after(self, call: Call, keep: bool) -> Call | None:
-        """Once a (planned, sent) call's reply is back: the call whose slot to keep now, if any. A prompt's first
-        request waits for the debias prior's N/A call (pending); that call, or a first request that is the twin
-        itself, keeps the slot at once. No I/O."""
+        """Once a sent call's reply is back, the call to keep the slot after, if any: a prompt's first request waits
+        (pending) for its debias prior's N/A call; that call, or a first request that is the twin, keeps it now."""
         key = _zero_shot(call)
         if key is None or not (keep or key in self._pending):
             return None
@@ -260,13 +251,11 @@ class SlotCache:
         return call
 
     @property
-    def pending(self) -> bool:
-        """Whether a prompt's slot waits to be kept (:meth:`settle` has work)."""
+    def pending(self) -> bool:  # a prompt's slot waits to be kept: settle() has work
         return bool(self._pending)
 
     def settle(self) -> None:
-        """Keep every prompt still pending, each with a twin of its own (its prior was not asked): the call is
-        finished, and its next request, or another caller's, would take the slot."""
+        """Keep each prompt still pending with a twin of its own (no prior asked it): the call is finished."""
         with self._lock:
             pending, self._pending = list(self._pending.values()), {}
         for call in pending:
@@ -306,6 +295,16 @@ class SlotCache:
                 await asyncio.to_thread(self.keep, due)
             return reply
         return sending
+
+
+def _verified(file: Path, checksum: Path) -> bool:
+    """Whether a kept file's bytes match the SHA-256 written with it."""
+    try:
+        data = read_bytes(file, MAX_BYTES, follow_symlinks=False)
+        told = read_bytes(checksum, 256, follow_symlinks=False).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return hashlib.sha256(data).hexdigest() == told
 
 
 def _stats(folder: Path) -> list[tuple[float, int, Path]]:
