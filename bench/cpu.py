@@ -5,7 +5,8 @@ runs out first. The stub backend runs in another process (its CPU is not ours); 
 ``--n`` calls after a warm-up, and the figure is this process's CPU time (all threads) per call.
 
     python bench/cpu.py               # 400 calls each (the rows taking turns, 4 rounds), one and eight questions
-                                      # (each row's mean, its best round and the spread; the ratios of both)
+                                      # (each row's mean, its best round and the spread; the ratios of both;
+                                      # the process's voluntary / involuntary context switches a call)
     python bench/cpu.py --profile     # and where the engine's time goes (cProfile, top 15)
 """
 
