@@ -76,9 +76,10 @@ def run_flows(flows: Sequence[Flow[T]], send: Callable[[Call], Reply], *, scout:
               max_concurrency: int, pool: Executor | None = None) -> list[Outcome]:
     """Every flow driven on the caller's thread (planning, readout, answers); only their requests go to
     ``pool``'s worker threads (the client's: none is built per call), each in a copy of the caller's context so
-    tracing reaches it, at most ``max_concurrency`` of the call's at once. Worker threads that only post trade
-    the GIL far less than threads that each ran a whole flow (issue 33: 76 context switches for eight questions).
-    A lone request without a deadline is sent on the caller's thread (one question: no thread at all)."""
+    tracing reaches it, at most ``max_concurrency`` of the call's at once. Worker threads hold the GIL for
+    their posts only, not for planning and readout as well (issue 33: eight questions cost up to 1.5x eight
+    one-question calls when each worker ran a whole flow). Without a deadline the caller's thread sends the
+    last request that fits itself (one question, or one at a time: no worker thread at all)."""
     if len(flows) == 1 and budget.deadline is None:  # the common call: 2 µs here against 10 µs through _Wave
         try:
             return [drive(flows[0], send)]
