@@ -39,7 +39,7 @@ class HttpTarget:
     urls: dict[str, Any] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        kind = type(getattr(self.http, "headers", None))
+        kind: Any = type(getattr(self.http, "headers", None))
         fixed = kind(self.headers) if kind.__name__ == "Headers" else self.headers
         object.__setattr__(self, "fixed_headers", fixed)
 
@@ -52,7 +52,7 @@ class HttpTarget:
         url = self.urls.get(route)
         if url is None:
             text = self.base_url + route.lstrip("/")
-            kind = type(getattr(self.http, "base_url", None))
+            kind: Any = type(getattr(self.http, "base_url", None))
             url = self.urls[route] = kind(text) if kind.__name__ == "URL" else text
         return url
 
