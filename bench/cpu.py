@@ -8,6 +8,7 @@ runs out first. The stub backend runs in another process (its CPU is not ours); 
                                       # (each row's mean, its best round and the spread; the ratios of both;
                                       # the process's voluntary / involuntary context switches a call)
     python bench/cpu.py --profile     # and where the engine's time goes (cProfile, top 15)
+    python bench/cpu.py --pin         # this process alone on one core, the stub on another (bench/processes.py)
 """
 
 from __future__ import annotations
@@ -124,10 +125,16 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--profile-row", default="SystemOneClient.system_one, 1 question", help="the row --profile reads")
     ap.add_argument("--json", type=Path, default=None, help="write the figures here")
+    ap.add_argument("--pin", action="store_true", help="this process alone on one core, the stub on another")
     args = ap.parse_args()
+    from bench.processes import Placement
+
     stub = subprocess.Popen([sys.executable, "-c", STUB.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True)
     try:
         base_url = stub.stdout.readline().strip()  # type: ignore[union-attr]
+        place = Placement(args.pin)
+        place.own_rows(stub.pid)
+        print(place.describe())
         fns = contenders(base_url)
         print(f"load average {os.getloadavg()[0]:.2f}; {args.n} calls each after 50 warm-up, in {args.rounds} "
               "rounds; CPU ms per call")

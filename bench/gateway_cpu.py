@@ -17,6 +17,7 @@ the sync and async posts, ``Gateway.respond`` (the engine, limits, metrics), Fas
 
     python bench/gateway_cpu.py [--cpu-n 400] [--rounds 3] [--compare /work/main] [--profile out.txt]
                                 [--no-engine]  # the post, the floors and the gateways only
+                                [--pin]        # each measured process alone on a core (bench/processes.py)
     python bench/gateway_cpu.py --split [--instructions] [--cpu-n 1000] [--rounds 3]
 """
 
@@ -33,7 +34,6 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,42 +44,17 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from cpu import cpu_per_call  # noqa: E402
+from processes import Placement, proc_cpu_s, stubbed  # noqa: E402
 from served import Served  # noqa: E402
 
 from jev_shared import AsyncSystemOneClient, Choice, Memory, SystemOneClient  # noqa: E402
 from jev_shared.local import free_port  # noqa: E402
 
-STUB = """
-import sys, time
-sys.path.insert(0, {root!r}); sys.path.insert(0, {root!r} + "/bench")
-from gateway import stub_body
-from stub_server import StubServer
-with StubServer(latency_s=0.0, body=stub_body()) as url:
-    print(url, flush=True)
-    time.sleep(3600)
-"""
 STATE = "My invoice was charged twice, please refund the duplicate payment."
 TEAM = Choice(instructions="Which team should handle this ticket?",
               criteria={"billing": "Invoices, refunds", "technical": "Bugs, errors", "sales": "Pricing, plans"})
 SETS = {"1q": {"team": TEAM}, "8q": {f"q{i}": TEAM for i in range(8)}}
 KEY = "bench-cpu-key-0123456789abcdef"
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-@contextlib.contextmanager
-def stubbed() -> Iterator[str]:
-    """The stub backend in another process, for the block: its base URL."""
-    stub = subprocess.Popen([sys.executable, "-c", STUB.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True)
-    try:
-        yield stub.stdout.readline().strip()  # type: ignore[union-attr]
-    finally:
-        stub.kill()
-
-
-def proc_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process (all its threads) from /proc/<pid>/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def served(root: Path, backend: str, workers: int = 1) -> Served:
@@ -165,29 +140,37 @@ def post_ms(backend: str, n: int) -> float:
     return cpu_per_call(lambda: json.loads(plain.post(backend + "/chat/completions", json=req).content), n)
 
 
-def run_cpu(n: int, rounds: int, compare: list[Path], workers: int = 1, engine: bool = True) -> dict[str, Any]:
-    """Every contender, ``rounds`` times in turn; the median of each. Needs nothing else running."""
-    with stubbed() as backend:
+def run_cpu(n: int, rounds: int, compare: list[Path], workers: int = 1, engine: bool = True,
+            pin: bool = False) -> dict[str, Any]:
+    """Every contender, ``rounds`` times in turn; the median of each. Needs nothing else running. ``pin``: each
+    measured process alone on a core (bench/processes.py), the others on another."""
+    place = Placement(pin)
+    print(place.describe(), file=sys.stderr, flush=True)
+    with stubbed() as (backend, stub):
         roots = {"this": ROOT, **{str(r): r for r in compare}}
         samples: dict[str, list[float]] = {}
         http = httpx.Client(headers={"authorization": f"Bearer {KEY}"}, timeout=60)
         for _ in range(rounds):
+            place.own_rows(stub)
             own = engine_figures(backend, n) if engine else {"httpx_post_ms": post_ms(backend, n)}
             for name, value in own.items():
                 samples.setdefault(name, []).append(value)
             for mode in ("in", "post"):
                 with Floor(backend, mode) as floor:
+                    place.served_rows(floor.proc.pid, stub)
                     samples.setdefault(f"uvicorn_floor_{mode}_ms", []).append(
                         gateway_cpu_ms(floor, http, body_for(SETS["1q"]), n))
             for label, root in roots.items():
                 with served(root, backend, workers) as gw:
+                    place.served_rows(gw.proc.pid, stub)
                     for qname, qs in SETS.items():
                         value = gateway_cpu_ms(gw, http, body_for(qs), n)
                         samples.setdefault(f"gateway[{label}]_{qname}_ms", []).append(value)
         figures = {k: round(statistics.median(v), 3) for k, v in samples.items()}
         floor = figures["httpx_post_ms"]
         ratios = {k.replace("_ms", "_x_httpx"): round(v / floor, 2) for k, v in figures.items() if k != "httpx_post_ms"}
-        return {"n": n, "rounds": rounds, "load_average": round(os.getloadavg()[0], 2), "cpu_ms": figures,
+        return {"n": n, "rounds": rounds, "load_average": round(os.getloadavg()[0], 2), "placement": place.describe(),
+                "cpu_ms": figures,
                 "ratio_to_httpx_post": ratios, "samples": {k: [round(x, 3) for x in v] for k, v in samples.items()}}
 
 
@@ -215,7 +198,7 @@ def _asgi_post(app: Any, body: bytes) -> Any:
 
 def profile_gateway(n: int, out: Path) -> None:
     """cProfile (CPU time) of the gateway app in this process, ASGI calls straight in, over the stub."""
-    with stubbed() as backend:
+    with stubbed() as (backend, _):
         call = _split_calls(backend)["app"]
         prof = cProfile.Profile(time.process_time)
 
@@ -240,7 +223,7 @@ def _write(prof: cProfile.Profile, out: Path) -> None:
 
 def profile_async_engine(n: int, out: Path) -> None:
     """cProfile of the async engine alone (this process), ``n`` one-question calls."""
-    with stubbed() as backend:
+    with stubbed() as (backend, _):
         async_cpu_ms(backend, SETS["1q"], 20)
         prof = cProfile.Profile(time.process_time)
         prof.runcall(async_cpu_ms, backend, SETS["1q"], n, 10)
@@ -347,9 +330,12 @@ def split_instructions(backend: str, n: int) -> dict[str, list[float]]:
     return {layer: [(refs(layer, n) - refs(layer, 0)) / n] for layer in LAYERS}
 
 
-def run_split(n: int, rounds: int, instructions: bool) -> dict[str, Any]:
-    """``--split``: each layer's median, and the rows derived from them."""
-    with stubbed() as backend:
+def run_split(n: int, rounds: int, instructions: bool, pin: bool = False) -> dict[str, Any]:
+    """``--split``: each layer's median, and the rows derived from them (``pin``: this process alone on a core)."""
+    place = Placement(pin)
+    print(place.describe(), file=sys.stderr, flush=True)
+    with stubbed() as (backend, stub):
+        place.own_rows(stub)
         samples = split_instructions(backend, n) if instructions else split_cpu_ms(backend, n, rounds)
     f = {k: statistics.median(v) for k, v in samples.items()}
     derived = {"middlewares (ours, the access line)": f["app_kept"] - f["fastapi_kept"],
@@ -374,6 +360,7 @@ def main() -> None:
     p.add_argument("--profile-engine", type=Path, help="write a cProfile of the async engine here")
     p.add_argument("--json", type=Path)
     p.add_argument("--no-engine", action="store_true", help="the post, the floors and the gateways only")
+    p.add_argument("--pin", action="store_true", help="each measured process alone on a core (bench/processes.py)")
     p.add_argument("--split", action="store_true", help="one request's layers apart, in this process")
     p.add_argument("--instructions", action="store_true", help="with --split: instructions (cachegrind), not CPU")
     p.add_argument("--split-one", choices=LAYERS, help=argparse.SUPPRESS)
@@ -388,8 +375,8 @@ def main() -> None:
         if args.profile_engine:
             profile_async_engine(args.cpu_n, args.profile_engine)
         return
-    result = (run_split(args.cpu_n, args.rounds, args.instructions) if args.split else
-              run_cpu(args.cpu_n, args.rounds, args.compare, engine=not args.no_engine))
+    result = (run_split(args.cpu_n, args.rounds, args.instructions, args.pin) if args.split else
+              run_cpu(args.cpu_n, args.rounds, args.compare, engine=not args.no_engine, pin=args.pin))
     print(json.dumps(result, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
