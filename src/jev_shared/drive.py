@@ -4,7 +4,8 @@
 by per-question, hosted and scout flows. :func:`run_flows` and :func:`run_tasks` carry the call's
 rules once: the first question alone while the surface is unknown (the scout), the total
 timeout (after which no request leaves), and every outcome kept so the first error in question
-order is the one reported.
+order is the one reported. The sync driver's :class:`Pace` keeps, per client pool, whether the server answers
+about as fast as we post (then one request at a time on the caller's thread: no thread hand-offs).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import time
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -79,19 +82,21 @@ def run_flows(flows: Sequence[Flow[T]], send: Callable[[Call], Reply], *, scout:
     tracing reaches it, at most ``max_concurrency`` of the call's at once. Worker threads hold the GIL for
     their posts only, not for planning and readout as well (issue 33: eight questions cost up to 1.5x eight
     one-question calls when each worker ran a whole flow). Without a deadline the caller's thread sends the
-    last request that fits itself (one question, or one at a time: no worker thread at all)."""
+    last request that fits itself (one question, or one at a time: no worker thread at all), and every
+    request while the client's server answers about as fast as we post (:class:`Pace`)."""
     if len(flows) == 1 and budget.deadline is None:  # the common call: 2 µs here against 10 µs through _Wave
         try:
             return [drive(flows[0], send)]
         except Exception as exc:  # noqa: BLE001 - the question's outcome
             return [exc]
     outcomes: list[Outcome] = [None] * len(flows)
-    own = pool is None and (len(flows) > 1 or budget.deadline is not None)
+    pace = pace_of(pool) if pool is not None and budget.deadline is None else None
+    own = pool is None
     if own:
         pool = ThreadPoolExecutor(max_workers=min(max_concurrency, len(flows)), thread_name_prefix="jev")
     try:
         for wave in waves(len(flows), scout):
-            _Wave(flows, send, budget, outcomes, pool).run(wave, max(1, max_concurrency))
+            _Wave(flows, send, budget, outcomes, pool, pace).run(wave, max(1, max_concurrency))
             if any(isinstance(outcomes[i], BaseException) for i in wave):
                 break  # a failed scout is the call's first error: the rest are not sent
     finally:
@@ -100,45 +105,110 @@ def run_flows(flows: Sequence[Flow[T]], send: Callable[[Call], Reply], *, scout:
     return outcomes
 
 
+#: A post is fast when its wall time is at most FAST_FACTOR times the CPU it took on the sending thread (plus
+#: FAST_SLACK_S): the server's share is no more than ours, so one at a time takes at most twice the wall of
+#: the GIL-bound parallel send, with no thread hand-offs (those were ~17 context switches a request idle).
+FAST_FACTOR, FAST_SLACK_S = 2.0, 0.0002
+#: A parallel wave whose wall time was at most BOUND_FACTOR times its posts' CPU was CPU-bound: the server's
+#: time hid in ours (against a 20 ms server eight posts take ~21 ms wall for ~7 ms of CPU: never tried).
+BOUND_FACTOR = 1.5
+#: After a try found the server slow, the CPU-bound waves to see before the next try: doubles to this.
+MAX_BACKOFF = 64
+
+
+class Pace:
+    """What a pool's calls learnt of their server: whether posts go one at a time on the caller's thread (it
+    answers about as fast as we post), and how many CPU-bound waves to pass before trying that again after a
+    try found it slow (one extra round trip that call: the first post alone, the rest in parallel)."""
+
+    def __init__(self) -> None:
+        self.serial, self.wait, self.backoff = False, 0, 1
+
+    def cpu_bound(self) -> None:
+        if self.wait:
+            self.wait -= 1
+        else:
+            self.serial = True
+
+    def slow(self) -> None:
+        self.serial, self.backoff = False, min(2 * self.backoff, MAX_BACKOFF)
+        self.wait = self.backoff
+
+
+#: each client pool's pace (a pool built for one call has none)
+_PACES: weakref.WeakKeyDictionary[Executor, Pace] = weakref.WeakKeyDictionary()
+
+
+def pace_of(pool: Executor) -> Pace:
+    pace = _PACES.get(pool)
+    if pace is None:
+        pace = _PACES[pool] = Pace()
+    return pace
+
+
+#: what a worker puts on ``landed``: (question, reply or fault, error, the post's CPU seconds on its thread)
+Landed = tuple[int, Reply | ProviderError | None, BaseException | None, float]
+
+
 class _Wave:
     """One wave's flows: their requests ready to send (in the order they asked), those in flight, and what
     each flow ended with (written into the call's ``outcomes``)."""
 
     def __init__(self, flows: Sequence[Flow[Any]], send: Callable[[Call], Reply], budget: Budget,
-                 outcomes: list[Outcome], pool: Executor | None) -> None:
+                 outcomes: list[Outcome], pool: Executor | None, pace: Pace | None = None) -> None:
         self.flows, self.send, self.budget, self.outcomes, self.pool = flows, send, budget, outcomes, pool
         self.ready: deque[tuple[int, Call]] = deque()
-        #: question → its request on a worker thread; the worker puts (question, reply or fault, error) on
-        #: ``landed`` (one queue, not ``wait()`` over the futures: that takes every future's lock each time)
+        #: question → its request on a worker thread; the worker puts what came of it on ``landed`` (one
+        #: queue, not ``wait()`` over the futures: that takes every future's lock each time)
         self.in_flight: dict[int, Future[None]] = {}
-        self.landed: SimpleQueue[tuple[int, Reply | ProviderError | None, BaseException | None]] = SimpleQueue()
+        self.landed: SimpleQueue[Landed] = SimpleQueue()
+        #: None: nothing learnt (a deadline, or a pool of the call's own); ``serial``: posts sent here
+        self.pace, self.serial = pace, pace is not None and pace.serial
+        self.posts, self.cpu = 0, 0.0  # requests sent, and the workers' CPU for theirs
 
     def run(self, wave: range, limit: int) -> None:
         """Until every flow of the wave has ended, or the budget ran out (then DecisionTimeoutError)."""
+        started, mine = time.perf_counter(), time.thread_time()
         for i in wave:
             self._step(i, None)
         try:
             while self.ready or self.in_flight:
                 self._start(limit)
                 if self.in_flight:
-                    self._collect()
+                    self._take(block=True)
         except BaseException:
             self.budget.cancel()  # no question of the call sends again
             raise
         finally:
             for future in self.in_flight.values():
                 future.cancel()  # those not started (a timed-out call): they never send
+        if self.pace is not None and self.posts > 1:
+            self._learn(time.perf_counter() - started, time.thread_time() - mine + self.cpu)
 
-    def _collect(self) -> None:
-        """Wait for one request to land (at most what is left of the budget), then take all that have."""
-        left = self.budget.left()
+    def _learn(self, wall: float, cpu: float) -> None:
+        assert self.pace is not None
+        if self.serial:  # every post of the wave was fast
+            self.pace.backoff = 1
+        elif not self.pace.serial and wall <= BOUND_FACTOR * cpu:
+            self.pace.cpu_bound()
+
+    def _take(self, block: bool) -> None:
+        """Take every request that has landed; with ``block``, wait for one first (at most what is left of the
+        budget, then DecisionTimeoutError)."""
         try:
-            item = self.landed.get(timeout=None if left is None else max(left, 0.0))
+            if block:
+                left = self.budget.left()
+                item = self.landed.get(timeout=None if left is None else max(left, 0.0))
+            else:
+                item = self.landed.get_nowait()
         except Empty:
-            raise timed_out(self.budget) from None
+            if block:
+                raise timed_out(self.budget) from None
+            return
         while True:
-            i, outcome, error = item
+            i, outcome, error, cpu = item
             del self.in_flight[i]
+            self.cpu += cpu
             if error is None:
                 self._step(i, outcome)
             elif isinstance(error, Exception):  # not a provider's fault (those go back into the flow)
@@ -152,20 +222,34 @@ class _Wave:
 
     def _start(self, limit: int) -> None:
         """Send what is ready, up to ``limit`` in flight. Without a deadline the last that fits is sent on this
-        thread, which would otherwise only wait (one question, or one at a time: no worker thread at all)."""
+        thread, which would otherwise only wait (one question, or one at a time: no worker thread at all), and
+        every one while the pace is serial."""
         while self.ready and len(self.in_flight) < limit:
             i, call = self.ready.popleft()
+            self.posts += 1
             last = not self.ready or len(self.in_flight) + 1 == limit
-            if self.pool is None or (last and self.budget.deadline is None):
-                try:
-                    outcome = _sent(self.send, call)
-                except Exception as exc:  # noqa: BLE001 - the question's outcome, raised in question order
-                    self.outcomes[i] = exc
-                else:
-                    self._step(i, outcome)
+            if self.pool is None or (self.budget.deadline is None and (last or self.serial)):
+                self._send_here(i, call)
+                if self.in_flight:
+                    self._take(block=False)  # what landed meanwhile frees its slot and goes on
             else:
                 self.in_flight[i] = self.pool.submit(contextvars.copy_context().run, _post, self.send, call, i,
                                                      self.landed)
+
+    def _send_here(self, i: int, call: Call) -> None:
+        """Send on this thread; while serial, a slow reply sends the rest in parallel (and tells the pace)."""
+        started, cpu = time.perf_counter(), time.thread_time()
+        try:
+            outcome = _sent(self.send, call)
+        except Exception as exc:  # noqa: BLE001 - the question's outcome, raised in question order
+            self.outcomes[i] = exc
+            return
+        finally:
+            if self.serial and self.pace is not None and (
+                    time.perf_counter() - started > FAST_FACTOR * (time.thread_time() - cpu) + FAST_SLACK_S):
+                self.serial = False
+                self.pace.slow()
+        self._step(i, outcome)
 
     def _step(self, i: int, outcome: Reply | ProviderError | None) -> None:
         """Resume flow ``i`` (start it when ``outcome`` is None): its next request is ready, or it has ended."""
@@ -187,15 +271,15 @@ def _sent(send: Callable[[Call], Reply], call: Call) -> Reply | ProviderError:
         return exc
 
 
-def _post(send: Callable[[Call], Reply], call: Call, i: int,
-          landed: SimpleQueue[tuple[int, Reply | ProviderError | None, BaseException | None]]) -> None:
+def _post(send: Callable[[Call], Reply], call: Call, i: int, landed: SimpleQueue[Landed]) -> None:
     """A worker thread's whole part: question ``i``'s request sent, and what came of it put on ``landed``."""
+    cpu = time.thread_time()
     try:
         outcome = _sent(send, call)
     except BaseException as exc:  # noqa: BLE001 - the caller's thread decides (an Exception is the outcome)
-        landed.put((i, None, exc))
+        landed.put((i, None, exc, time.thread_time() - cpu))
         raise
-    landed.put((i, outcome, None))
+    landed.put((i, outcome, None, time.thread_time() - cpu))
 
 
 async def run_tasks(jobs: Sequence[Callable[[], Awaitable[T]]], *, scout: bool, budget: Budget) -> list[Outcome]:
