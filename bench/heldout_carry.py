@@ -16,7 +16,6 @@ option where a setting has 150+ answers; ≥ 90% right at p ≥ 0.7 where 20+ an
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +25,8 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import heldout_fit as hf  # noqa: E402
-from heldout import Decision, load, read_run  # noqa: E402
+from heldout import Decision  # noqa: E402
+from heldout_load import load_runs  # noqa: E402
 
 from jev_shared.calibration import Calibrator, Record, metrics  # noqa: E402
 
@@ -174,9 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     hf.MODEL = args.model
     if args.strengths:
         set_strengths(args.model, args.strengths)
-    paths = [p for p in args.raw if hf.run_model(p) == args.model]
+    found, heldout_rows, paths = load_runs(args.raw, args.model)  # runs only; a later file's item replaces an earlier's
     only = set(args.sets.split(",")) - {""}
-    decisions = [d for d in load(paths) if d.answered and (not only or d.set in only)]
+    decisions = [d for d in found if d.answered and (not only or d.set in only)]
     print(f"{args.model}: {len(decisions)} answers, {len({d.set for d in decisions})} sets, from "
           f"{', '.join(p.name for p in paths)}; held out: {', '.join(sorted(hf.held_out_sets())) or 'none'}")
     if args.debias:
@@ -186,7 +186,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.forms:
         print(hf.summary(decisions, FORMS))
     else:
-        heldout_rows = {k: v for p in paths for k, v in json.loads(read_run(p))["meta"].get("heldout_rows", {}).items()}
         print(rows(decisions, args.model, heldout_rows, args.form or hf.shipped_fit(args.model)))
     return 0
 

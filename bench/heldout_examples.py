@@ -13,7 +13,6 @@ examples never were.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,8 +21,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from heldout import Decision, load, read_run  # noqa: E402
+from heldout import Decision  # noqa: E402
 from heldout_fit import FITS, GATE, SHIPPED_FIT, Fit, example_cells, gate_cell, record  # noqa: E402
+from heldout_load import load_runs  # noqa: E402
 
 from jev_shared.calibration import (  # noqa: E402
     GLOBAL,
@@ -72,8 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("raw", type=Path, nargs="+")
     ap.add_argument("--base", default=SHIPPED_FIT, choices=list(FITS), help="the shipped fit's form")
     args = ap.parse_args(argv)
-    decisions = load(args.raw)
-    rows = {k: v for p in args.raw for k, v in json.loads(read_run(p))["meta"].get("heldout_rows", {}).items()}
+    decisions, rows, _ = load_runs(args.raw)
     print(evaluate([d for d in decisions if d.answered], rows, FITS[args.base]))
     return 0
 

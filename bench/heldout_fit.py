@@ -24,7 +24,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from heldout import Decision, load, read_run  # noqa: E402
+from heldout import Decision  # noqa: E402
+from heldout_load import load_runs  # noqa: E402
 from heldout_maps import CANDIDATES  # noqa: E402
 
 from jev_shared.calibration import (  # noqa: E402
@@ -155,12 +156,6 @@ def held_out_sets() -> frozenset[str]:
     """The sets marked ``"held_out": true`` in sets.json: judged only, never in any fit (issue 32)."""
     sets = json.loads((HERE / "data" / "public" / "sets.json").read_text())
     return frozenset(name for name, meta in sets.items() if meta.get("held_out"))
-
-
-def run_model(path: Path) -> str:
-    """The model a saved run was made on (a merged file: its first run's)."""
-    meta = json.loads(read_run(path))["meta"]
-    return str(meta.get("model") or (meta.get("runs") or [{}])[0].get("model") or "qwen2.5-coder-0.5b")
 
 
 def loo(decisions: Sequence[Decision], fit: Fit, debias: bool | float = True) -> dict[tuple[str, int], list[Record]]:
@@ -377,8 +372,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     global MODEL
     MODEL = args.model  # the debias strength per kind of this model (models.py), and only its runs
-    args.raw = [p for p in args.raw if run_model(p) == MODEL]
-    decisions = [d for d in load(args.raw) if d.answered]
+    found, rows, args.raw = load_runs(args.raw, MODEL)  # runs only; a later file's item replaces an earlier one's
+    decisions = [d for d in found if d.answered]
     if args.write:  # the tables take minutes; --summary and --doc print them
         print(f"wrote {write_shipped(decisions, args.model)}")
         return 0
@@ -386,7 +381,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(summary(decisions, args.summary))
         return 0
     if args.doc:
-        rows = {k: v for p in args.raw for k, v in json.loads(read_run(p))["meta"].get("heldout_rows", {}).items()}
         print(doc_table(decisions, rows))
         return 0
     print(table(decisions))
