@@ -13,14 +13,32 @@ import dataclasses
 import hashlib
 import json
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from .direct import HttpTarget
 
+if TYPE_CHECKING:
+    from .calls import Call, Reply
+
 Tokenize = Callable[[str], list[int]]
+
+
+class KeptPrompts(Protocol):
+    """A server's kept prompts, as the clients use them (:class:`~jev_shared.local.slots.SlotCache`): they wrap the
+    transport's send, and once a call's flows have ended they settle what it left pending (its own I/O)."""
+
+    #: whether a prompt waits to be kept: :meth:`settle` has work
+    pending: bool
+
+    def wrap(self, send: Callable[[Call], Reply], firsts: list[Call] | None = None) -> Callable[[Call], Reply]: ...
+
+    def awrap(self, asend: Callable[[Call], Awaitable[Reply]],
+              firsts: list[Call] | None = None) -> Callable[[Call], Awaitable[Reply]]: ...
+
+    def settle(self) -> None: ...
 _ATTACHED: weakref.WeakKeyDictionary[Any, Backend] = weakref.WeakKeyDictionary()
 #: where a client that takes no weak reference (a SimpleNamespace) keeps its value, in its own __dict__
 _SLOT = "__jev_backend__"
@@ -43,7 +61,7 @@ class Backend:
     #: the server's own tokenizer (``text -> ids``), for token counts and the exact readout
     tokenize: Tokenize | None = None
     #: the server's kept prompts (a :class:`~jev_shared.local.slots.SlotCache`), or None
-    slots: Any = None
+    slots: KeptPrompts | None = None
     #: cache policy: learn into the per-user memory file (``Memory.user_cache()``) rather than a fresh memory
     user_cache: bool = False
     #: the server reads every label's own first token (llama.cpp's logit_bias + post-sampling probs: exact.py)
@@ -107,4 +125,4 @@ def describe(client: Any, **changes: Any) -> Any:
     return attach(client, dataclasses.replace(Backend.of(client), **changes))
 
 
-__all__ = ["Backend", "Tokenize", "attach", "describe", "fingerprint"]
+__all__ = ["Backend", "KeptPrompts", "Tokenize", "attach", "describe", "fingerprint"]

@@ -12,7 +12,7 @@ import asyncio
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Unpack
@@ -21,6 +21,7 @@ from . import drive, served, transport
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneResponse
 from .backend import Backend
 from .calibration import Calibrator
+from .calls import Call, Reply
 from .decision_sets import DecisionSets
 from .errors import ClientCapabilityError
 from .hosted import systemone_client
@@ -127,14 +128,19 @@ class SystemOneClient(Keywords, _ClientCore):
         """Answer every question about ``state``; answers keep question order. ``options`` (method, mode,
         labels, examples, timeout, layout, top_logprobs, max_concurrency) set this call only."""
         plan = self._planner.plan(state, questions, debug=debug, **options)
-        send = partial(transport.send, self.client, policy=self.retry_policy, budget=plan.budget)
-        if self._slots is not None:
-            send = self._slots.wrap(send)
+        send: Callable[[Call], Reply] = partial(transport.send, self.client, policy=self.retry_policy,
+                                                budget=plan.budget)
+        slots = self._slots
+        if slots is not None:
+            send = slots.wrap(send, plan.first_requests())
         flows = plan.flows
         pool = self._pool(plan.concurrency) if len(flows) > 1 or plan.budget.deadline is not None else None
         try:
-            return self._planner.finish(plan, drive.run_flows(flows, send, scout=plan.scout, budget=plan.budget,
-                                                              max_concurrency=plan.concurrency, pool=pool))
+            outcomes = drive.run_flows(flows, send, scout=plan.scout, budget=plan.budget,
+                                       max_concurrency=plan.concurrency, pool=pool)
+            if slots is not None and slots.pending:
+                slots.settle()  # a kept prompt no prior asked: its twin, once the flows have ended (slots.py)
+            return self._planner.finish(plan, outcomes)
         finally:
             self.memory.flush()
 
@@ -193,12 +199,17 @@ class AsyncSystemOneClient(Keywords, _ClientCore):
         """Answer every question about ``state``; answers keep question order (options as the sync twin's)."""
         plan = self._planner.plan(state, questions, debug=debug, **options)
         sem = asyncio.Semaphore(plan.concurrency)
-        send = partial(transport.asend, self.client, policy=self.retry_policy, budget=plan.budget)
-        if self._slots is not None:
-            send = self._slots.awrap(send)
+        send: Callable[[Call], Awaitable[Reply]] = partial(transport.asend, self.client, policy=self.retry_policy,
+                                                           budget=plan.budget)
+        slots = self._slots
+        if slots is not None:
+            send = slots.awrap(send, plan.first_requests())
         jobs = [partial(drive.adrive, flow, send, sem, self._in_flight()) for flow in plan.flows]
         try:
-            return self._planner.finish(plan, await drive.run_tasks(jobs, scout=plan.scout, budget=plan.budget))
+            outcomes = await drive.run_tasks(jobs, scout=plan.scout, budget=plan.budget)
+            if slots is not None and slots.pending:
+                await asyncio.to_thread(slots.settle)  # its twin requests stay off the event loop
+            return self._planner.finish(plan, outcomes)
         finally:
             if self.memory.dirty and self.memory.path is not None:
                 await asyncio.to_thread(self.memory.flush)  # a file write stays off the event loop

@@ -11,21 +11,19 @@ sent (:mod:`flows`).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from . import calibration, drive
 from .answers import SystemOneResponse
 from .backend import Backend
 from .calibration import Calibrator
 from .calibration.policy import calibrated
-from .calls import Budget, Flow
+from .calls import Budget, Call, Flow, Reply
 from .decision_sets import DecisionSets, attach_sets, sets_for
 from .errors import InvalidQuestionError, UnsupportedMethodError
 from .exact import TokenTable
@@ -41,6 +39,8 @@ from .preparation import PREPARE_STATE, preview_calls
 from .questions import Prepared, prepare_questions
 from .record import Record, assemble, hosted_records
 from .registry import SURFACES
+
+T = TypeVar("T")
 
 
 class CallOptions(TypedDict, total=False):
@@ -70,6 +70,23 @@ class Plan:
     #: Requests in flight at once: 1 when layout="auto" shares the state (the next question must reach its slot).
     concurrency: int = 8
     layout: dict[str, Any] | None = None
+
+    def first_requests(self) -> list[Call]:
+        """Each flow's first request, taken now (a flow does no I/O) where they all leave at once (two or more, no
+        scout wave, none held back by ``concurrency``); the flows then yield them first, as they would have. Empty
+        otherwise. The kept prompts (local/slots.py) order a first decision's requests by them."""
+        if self.scout or len(self.flows) < 2 or self.concurrency < len(self.flows):
+            return []
+        firsts: list[Call] = []
+        for i, flow in enumerate(self.flows):
+            try:
+                call = next(flow)
+            except BaseException as exc:  # noqa: BLE001 - the flow ended before asking: it ends so when driven
+                self.flows[i] = _ended(exc)
+            else:
+                firsts.append(call)
+                self.flows[i] = _resumed(call, flow)
+        return firsts
 
 
 def resolved(options: Options, backend: Backend) -> Options:
@@ -147,7 +164,6 @@ class Planner:
 
     def finish(self, plan: Plan, outcomes: list[Any]) -> SystemOneResponse:
         """The first error in question order, or the response (and the model's surface is known from now on)."""
-        self._settle()
         records = plan.records
         if self.options.hosted:
             [outcome] = outcomes
@@ -164,19 +180,6 @@ class Planner:
         resp = resp if self.calibrator is None else calibrated(
             self.calibrator, self.calibration_name, self.own_calibrations, plan.preps, plan.records, resp)
         return resp if self.sets is None else resp.model_copy(update={"answers": attach_sets(resp.answers, self.sets)})
-
-    def _settle(self) -> None:
-        """Keep the prompts the call left pending (local/slots.py: one twin request each, only where no debias prior
-        kept them); under a running event loop on a thread of its own, so the loop does not wait for it."""
-        settle = getattr(self.slots, "settle", None)
-        if settle is None or not getattr(self.slots, "pending", True):
-            return
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            settle()
-            return
-        threading.Thread(target=settle, name="jev-slots", daemon=True).start()
 
     def _token_checked(self, preps: list[Prepared], opts: Options) -> list[Prepared]:
         """Choice names the server's tokenizer does not tell apart at the first token get answer words
@@ -252,6 +255,33 @@ def _few(keys: list[str], shown: int = 5) -> str:
         return "none"
     more = f" and {len(keys) - shown} more" if len(keys) > shown else ""
     return ", ".join(repr(k) for k in keys[:shown]) + more
+
+
+def _resumed(first: Call, flow: Flow[T]) -> Flow[T]:
+    """``flow`` after its first request was taken: that request, then the flow itself, sent what this is sent."""
+    call = first
+    try:
+        while True:
+            try:
+                reply: Reply = yield call
+            except GeneratorExit:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - a provider's fault thrown in: the flow's to handle
+                call = flow.throw(exc)
+            else:
+                call = flow.send(reply)
+    except StopIteration as stop:
+        return stop.value
+    finally:
+        flow.close()
+
+
+def _ended(outcome: BaseException) -> Flow[Any]:
+    """A flow that ended before its first request, as it ended (its error, or its value)."""
+    if isinstance(outcome, StopIteration):
+        return outcome.value
+    raise outcome
+    yield  # noqa: B901 - never reached: it makes this a generator
 
 
 def _first_token(tokenize: Callable[[str], Any], word: str) -> Any:

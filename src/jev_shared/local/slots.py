@@ -11,8 +11,8 @@ in a millisecond (``/slots/{id}?action=save|restore``). This keeps one file per 
   state ``N/A``): the debias prior's first request is that twin, pinned to the slot, so the slot is saved
   after its reply; a prompt whose prior is not asked next (debias off, the prior remembered, a repair turn)
   gets a twin of its own sent to the slot before its next request, or when the call is finished
-  (:meth:`SlotCache.settle`, the planner's); about 0.1 s, once a prompt. So a file holds the
-  developer's question and ``N/A``, never a user's state: the saved tokens are checked against the
+  (:meth:`SlotCache.settle`, the clients', once the call's flows have ended); about 0.1 s, once a prompt. So a
+  file holds the developer's question and ``N/A``, never a user's state: the saved tokens are checked against the
   twin's own, and a file that holds anything else (another request took the slot first) is deleted;
 * prompts with examples are never kept (they are a user's data too), nor prompts past the server's slots.
 
@@ -46,6 +46,7 @@ from ..calls import Call, Reply
 from ..files import read_bytes, write_atomic
 from ..priors import CONTENT_FREE
 from ..prompt import state_block
+from .first_round import FirstRound, first_round
 
 #: Files kept per model (about 12 KB a token for the 0.5B model: ~1.6 MB a question's prompt).
 MAX_FILES = 32
@@ -220,12 +221,7 @@ class SlotCache:
             return None
 
     def _prune(self) -> None:
-        """Drop the least recently used files past :data:`MAX_FILES` or :data:`MAX_BYTES`."""
-        total = 0
-        for rank, (_, size, path) in enumerate(sorted(_stats(self.folder), reverse=True)):
-            total += size
-            if rank >= MAX_FILES or total > MAX_BYTES:
-                self._remove(path.stem)
+        _prune(self)
 
     def overdue(self, call: Call) -> Call | None:
         """The pending first request of this call's prompt, to keep (with a twin of its own) before this call is
@@ -251,7 +247,7 @@ class SlotCache:
         return call
 
     @property
-    def pending(self) -> bool:  # a prompt's slot waits to be kept: settle() has work
+    def pending(self) -> bool:  # a prompt's slot waits to be kept: settle() has work (the clients', after the flows)
         return bool(self._pending)
 
     def settle(self) -> None:
@@ -261,8 +257,10 @@ class SlotCache:
         for call in pending:
             self.keep(call)
 
-    def wrap(self, send: Callable[[Call], Reply]) -> Callable[[Call], Reply]:
-        """``send`` with this cache around it (sync)."""
+    def wrap(self, send: Callable[[Call], Reply], firsts: list[Call] | None = None) -> Callable[[Call], Reply]:
+        """``send`` with this cache around it (sync); ``firsts``: the call's first requests (first_round.py)."""
+        turns = _round(self, firsts, threading.Event)
+
         def sending(call: Call) -> Reply:
             self.distrust(call)
             due = self.overdue(call)
@@ -276,10 +274,13 @@ class SlotCache:
             if due is not None:
                 self.keep(due)
             return reply
-        return sending
+        return sending if turns is None else _in_turn(sending, turns)
 
-    def awrap(self, asend: Callable[[Call], Awaitable[Reply]]) -> Callable[[Call], Awaitable[Reply]]:
-        """``asend`` with this cache around it; its loopback requests run off the event loop."""
+    def awrap(self, asend: Callable[[Call], Awaitable[Reply]],
+              firsts: list[Call] | None = None) -> Callable[[Call], Awaitable[Reply]]:
+        """``asend`` with this cache around it; its loopback requests run off the event loop (``firsts``: as wrap's)."""
+        turns = _round(self, firsts, asyncio.Event)
+
         async def sending(call: Call) -> Reply:
             if _repaired(call) is not None:
                 await asyncio.to_thread(self.distrust, call)
@@ -294,7 +295,51 @@ class SlotCache:
             if due is not None:
                 await asyncio.to_thread(self.keep, due)
             return reply
-        return sending
+        return sending if turns is None else _ain_turn(sending, turns)
+
+
+def _round(cache: SlotCache, firsts: list[Call] | None, event: Callable[[], Any]) -> FirstRound | None:
+    """The call's first round: its leaders are the first requests :meth:`SlotCache.plan` would pin to a slot of
+    their own (a zero-shot prompt this server has not read, a slot free for it)."""
+    if not firsts:
+        return None
+    leaders: dict[str, Call] = {}
+    with cache._lock:
+        free = cache.n_slots - len(cache._slot)
+        for call in firsts:
+            key = _zero_shot(call)
+            if key is not None and key not in cache._slot and key not in leaders and len(leaders) < free:
+                leaders[key] = call
+    return first_round(firsts, list(leaders.values()), event)
+
+
+def _in_turn(send: Callable[[Call], Reply], turns: FirstRound) -> Callable[[Call], Reply]:
+    def sending(call: Call) -> Reply:
+        turns.turn(call)
+        try:
+            return send(call)
+        finally:
+            turns.answered(call)
+    return sending
+
+
+def _ain_turn(asend: Callable[[Call], Awaitable[Reply]], turns: FirstRound) -> Callable[[Call], Awaitable[Reply]]:
+    async def sending(call: Call) -> Reply:
+        await turns.aturn(call)
+        try:
+            return await asend(call)
+        finally:
+            turns.answered(call)
+    return sending
+
+
+def _prune(cache: SlotCache) -> None:
+    """Drop the least recently used files past :data:`MAX_FILES` or :data:`MAX_BYTES`."""
+    total = 0
+    for rank, (_, size, path) in enumerate(sorted(_stats(cache.folder), reverse=True)):
+        total += size
+        if rank >= MAX_FILES or total > MAX_BYTES:
+            cache._remove(path.stem)
 
 
 def _verified(file: Path, checksum: Path) -> bool:

@@ -1,0 +1,87 @@
+"""The first round: a call's first requests in a bounded order where the server has not read some of their prompts yet.
+
+On a fresh server the first requests of a call leave at once. A zero-shot prompt read here for the first time is
+pinned to a slot of its own (:mod:`.slots`); the call's other first requests share the start of its prompt (the
+rules, about 50 tokens) and find it in the server's cache only if they reach llama.cpp after that prompt was read:
+when both land in one batch, each reads the whole of its prompt (issue 33: the README example's first decision read
+430 prompt tokens in a third of the runs instead of 377). So, within one call, without a request added or changed:
+
+* the **leaders** (first requests of prompts this server has not read, each pinned to a slot) go at once;
+* the call's **other first requests** wait until every leader has its reply, then go (llama.cpp gives each the idle
+  slot that shares most of its prompt, and keeps what it overwrites in its prompt cache);
+* **every later request** of the call (a leader's content-free prior, pinned to the leader's slot; a held-out prior)
+  waits until every first request has its reply, so none of them takes a slot before the first round is read.
+
+Only a call that has both leaders and other first requests gets a round (a server's first few calls: the prompts a
+server pins are at most its slots); no answer depends on it, only what the server reads anew. A wait is bounded by
+:data:`WAIT_S`, so requests held back elsewhere (a thread pool or connection limit shared with other calls) cannot
+hold a call for good: past it a request goes as it would have gone without a round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..calls import Call
+
+#: The longest a request waits for its turn (seconds); past it, it is sent.
+WAIT_S = 30.0
+
+
+class FirstRound:
+    """One call's first round: which requests wait for what, and what has its reply (sync or async: ``event``)."""
+
+    def __init__(self, leaders: Iterable[Call], others: Iterable[Call], event: Callable[[], Any] = threading.Event
+                 ) -> None:
+        self._calls = [*leaders, *others]  # held, so that no later request is given one of their ids
+        self._leaders = {id(c) for c in leaders}
+        self._others = {id(c) for c in others}
+        self._firsts = self._leaders | self._others
+        self._lock = threading.Lock()
+        #: set once every leader has its reply / once every first request has
+        self.leaders_read, self.firsts_read = event(), event()
+
+    def waits_for(self, call: Call) -> Any:
+        """The event ``call`` waits for before it is sent, or None (a leader, or its turn has come)."""
+        if id(call) in self._leaders:
+            return None
+        event = self.leaders_read if id(call) in self._others else self.firsts_read
+        return None if event.is_set() else event
+
+    def answered(self, call: Call) -> None:
+        """``call`` has its reply (or its error): the requests waiting for it may go."""
+        with self._lock:
+            self._leaders.discard(id(call))
+            self._firsts.discard(id(call))
+            leaders, firsts = not self._leaders, not self._firsts
+        if leaders:
+            self.leaders_read.set()
+        if firsts:
+            self.firsts_read.set()
+
+    def turn(self, call: Call) -> None:
+        """Wait (this thread) until ``call`` may be sent."""
+        event = self.waits_for(call)
+        if event is not None:
+            event.wait(WAIT_S)
+
+    async def aturn(self, call: Call) -> None:
+        """Wait (this task) until ``call`` may be sent."""
+        event = self.waits_for(call)
+        if event is not None:
+            try:
+                await asyncio.wait_for(event.wait(), WAIT_S)
+            except TimeoutError:
+                pass
+
+
+def first_round(firsts: list[Call], leaders: list[Call], event: Callable[[], Any]) -> FirstRound | None:
+    """The call's round, where it has leaders and other first requests; else None (nothing waits)."""
+    others = [c for c in firsts if all(c is not leader for leader in leaders)]
+    return FirstRound(leaders, others, event) if leaders and others else None
+
+
+__all__ = ["WAIT_S", "FirstRound", "first_round"]
