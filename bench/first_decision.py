@@ -67,7 +67,8 @@ def child(row: str, model: str, folder: Path, concurrency: int | None = None) ->
         first = {"row": row, "seconds": took, "cpu_s": cpu, "calls": resp.usage.n_calls + len(loopback),
                  "prompt_read": sum(map(sum, sent.values())) + sum(loopback), "reads": sent, "server_ms": _ms(resp),
                  "loopback_read": list(loopback), "choice": resp.answers["team"].choice,
-                 "prior": resp.debug["questions"]["spam"]["readout"].get("prior")}
+                 "prior": resp.debug["questions"]["spam"]["readout"].get("prior"),
+                 "probs": [resp.answers["team"].probabilities, resp.answers["spam"].noul]}
         loopback.clear()
         start = time.perf_counter()  # a later decision in the same process: what it sends should not change
         later = client.system_one(LATER, questions())
