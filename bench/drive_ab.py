@@ -7,6 +7,7 @@ call against a stub that answers after ``--slow-ms`` (it must stay about one rou
 
     python bench/drive_ab.py                      # the rows below, 240 calls each in 4 rounds
     python bench/drive_ab.py --rows before,after  # some of them (the prefix before the colon)
+    python bench/drive_ab.py --rows before,after --instructions 40   # instructions a call (valgrind cachegrind)
     DRIVE_BEFORE=<commit> python bench/drive_ab.py  # "before" is drive.py at that commit (default 27c87b2)
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -111,19 +113,49 @@ def measure(fn: Callable[[], Any], n: int, acc: list[float]) -> None:
     acc[3] += n
 
 
+def child(url: str, row: str, calls: int) -> None:
+    """What one cachegrind run executes: 30 warm-up calls of ``row``, then ``calls`` more."""
+    fn = next(fn for name, fn in rows(url).items() if name.split(":")[0] == row)
+    for _ in range(30 + calls):
+        fn()
+
+
+def instructions(url: str, names: list[str], calls: int) -> None:
+    """Instructions per call of each row (valgrind cachegrind, a run of ``calls`` calls less a run of none):
+    load-free, all threads, the HTTP client's included."""
+    for name in names:
+        counts = []
+        for n in (0, calls):
+            cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                   sys.executable, __file__, "--child", name.split(":")[0], "--calls", str(n), "--url", url]
+            err = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+            counts.append(int(re.search(r"I\s+refs:\s+([\d,]+)", err).group(1).replace(",", "")))  # type: ignore[union-attr]
+        print(f"  {name:42s}  {(counts[1] - counts[0]) / calls / 1e6:7.2f} M instructions a call", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=240)
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--slow-ms", type=float, default=20.0)
     ap.add_argument("--rows", default="", help="comma-separated row prefixes (before the colon); all by default")
+    ap.add_argument("--instructions", type=int, default=0, metavar="CALLS",
+                    help="instead: instructions per call of each row (cachegrind, CALLS calls less none)")
+    ap.add_argument("--child", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--calls", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--url", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        return child(args.url, args.child, args.calls)
     fast, fast_url = stub(0.0)
     slow, slow_url = stub(args.slow_ms / 1000)
     try:
         fns, slow_fns = rows(fast_url), rows(slow_url)
         wanted = [w for w in args.rows.split(",") if w]
         names = [k for k in fns if not wanted or k.split(":")[0] in wanted or k == "1 question"]
+        if args.instructions:
+            print(f"load average {os.getloadavg()[0]:.2f} (instructions do not depend on it)")
+            return instructions(fast_url, names, args.instructions)
         acc = {k: [0.0, 0.0, 0.0, 0, 0.0] for k in names}
         for k in names:  # warm-up
             for _ in range(30):
