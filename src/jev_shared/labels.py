@@ -241,7 +241,8 @@ class LabelStyle:
     note: str | None = None
     #: A fallback read (letters standing in for names) never claims more than FALLBACK_TRUST.
     fallback: bool = False
-    #: Choice by name: a shared prefix may be read on by a continuation call.
+    #: Answered by name (a choice, or a score by its level names): a shared prefix may be read on by a
+    #: continuation call.
     named_choice: bool = False
 
 
@@ -251,12 +252,45 @@ class LabelStyle:
 FALLBACK_TRUST = 0.95
 
 
+#: A score with this many levels is answered by its level names, any other by digits (issue 32: on the
+#: 1.5B, 3-level scores read 39 and 35 of 60 by names against 25 and 22 by digits; 5-level ones lose by names).
+NAMED_SCORE_LEVELS = 3
+#: A level name is a name, not a sentence: longer descriptions keep the digits.
+MAX_LEVEL_NAME_WORDS = 3
+MAX_LEVEL_NAME_CHARS = 32
+
+
+def level_names(prep: Prepared) -> tuple[str, ...] | None:
+    """The words a score is answered with instead of digits, or None (digits).
+
+    Only a score of exactly three levels, whose names (the criteria dict's keys, else the level descriptions;
+    short aliases where they share a first word) are words a first token tells apart: distinct, not one the
+    start of another, each with a letter, at most three words and 32 characters."""
+    if prep.kind != "score" or len(prep.keys) != NAMED_SCORE_LEVELS:
+        return None
+    criteria = prep.question.criteria
+    names = tuple(k.strip() for k in criteria) if isinstance(criteria, dict) else tuple(d.strip() for d in prep.descriptions)
+    if not all(names):
+        return None
+    words = aliases_for(names)
+    if names_collide(words) or len({w.lower() for w in words}) < len(words):
+        return None
+    if any(not re.search("[A-Za-z]", w) or len(w) > MAX_LEVEL_NAME_CHARS or len(_words(w)) > MAX_LEVEL_NAME_WORDS
+           for w in words):
+        return None
+    return words
+
+
 def named_format(prep: Prepared) -> tuple[AnswerFormat, Fold]:
-    """Answer with the option's own name (or its alias): keys for choice, digits for score, yes/no for noul."""
+    """Answer with the option's own name (or its alias): keys for choice, level names for a 3-level score
+    (:func:`level_names`), digits for any other score, yes/no for noul."""
     if prep.kind == "choice":
         aliases = prep.aliases or aliases_for(prep.keys, prep.descriptions)
         return AnswerFormat(symbols=aliases), name_fold(aliases)
     if prep.kind == "score":
+        names = level_names(prep)
+        if names is not None:
+            return AnswerFormat(symbols=names), name_fold(names)
         return AnswerFormat(symbols=prep.keys), digit_fold(len(prep.keys))
     return AnswerFormat(symbols=("yes", "no")), yes_no_fold
 
@@ -271,7 +305,8 @@ def style_for(prep: Prepared, labels: str) -> LabelStyle:
         why = "share a first token in the server's tokenizer" if prep.aliases else "share a first word"
         note = f"option names {why}; answered as " + ", ".join(
             f"{a}={k}" for a, k in zip(fmt.symbols or (), prep.keys) if a != k)
-    return LabelStyle(fmt, fold, floor=True, note=note, named_choice=prep.kind == "choice")
+    by_name = prep.kind == "choice" or (prep.kind == "score" and fmt.symbols != prep.keys)
+    return LabelStyle(fmt, fold, floor=True, note=note, named_choice=by_name)
 
 
 def answer_words(prep: Prepared, labels: str) -> tuple[str, ...]:

@@ -99,7 +99,8 @@ def closing(prep: Prepared, fmt: AnswerFormat) -> str:
         symbols = ", ".join(symbols_of(prep, fmt))
         if fmt.symbols is None:
             return f"Answer with exactly one letter ({symbols}). Reply with that single letter and nothing else."
-        what = {"choice": "option name", "score": "digit", "noul": "word"}[prep.kind]
+        what = {"choice": "option name", "score": "digit" if fmt.symbols == prep.keys else "option name",
+                "noul": "word"}[prep.kind]  # a 3-level score answers by its level names (labels.level_names)
         return f"Answer with exactly one {what} ({symbols}). Reply with that {what} and nothing else."
     schema = json.dumps(fmt.schema, separators=(",", ":"))
     return f"{fmt.ask} Reply with one JSON object matching this schema, and nothing else:\n{schema}"
