@@ -101,6 +101,22 @@ def rows(base_url: str) -> dict[str, Callable[[], Any]]:
     return out
 
 
+SLOW_TRIES = [0]
+
+
+def count_slow_tries() -> None:
+    """Count the pace's tries that met a slow reply (one at a time -> parallel), this tree's driver's."""
+    from jev_shared import drive
+
+    slow = drive.Pace.slow
+
+    def counted(pace: Any) -> None:
+        SLOW_TRIES[0] += 1
+        slow(pace)
+
+    drive.Pace.slow = counted  # type: ignore[method-assign]
+
+
 def measure(fn: Callable[[], Any], n: int, acc: list[float]) -> None:
     before, start, wall = resource.getrusage(resource.RUSAGE_SELF), time.process_time(), time.perf_counter()
     for _ in range(n):
@@ -161,6 +177,7 @@ def main() -> None:
             for _ in range(30):
                 fns[k]()
         load0 = os.getloadavg()[0]
+        count_slow_tries()
         for _ in range(args.rounds):
             for k in names:
                 measure(fns[k], max(1, args.n // args.rounds), acc[k])
@@ -182,6 +199,7 @@ def main() -> None:
             ms = cpu / n * 1000
             ratio = ms / (8 * one) if k != "1 question" else 1.0
             print(f"  {k:42s}  {ms:8.2f}   {ratio:6.2f}x   {vol / n:6.1f} {inv / n:5.1f}   {wall / n * 1000:6.2f} ms  {walls[k]:8.1f} ms")
+        print(f"  one-at-a-time tries that met a slow reply (all rows, the fast stub): {SLOW_TRIES[0]}")
     finally:
         fast.kill()
         slow.kill()
