@@ -183,14 +183,14 @@ class _Wave:
             for future in self.in_flight.values():
                 future.cancel()  # those not started (a timed-out call): they never send
         if self.pace is not None and self.posts > 1:
-            self._learn(time.perf_counter() - started, time.thread_time() - mine + self.cpu)
+            self._learn(self.pace, time.perf_counter() - started, time.thread_time() - mine + self.cpu)
 
-    def _learn(self, wall: float, cpu: float) -> None:
-        assert self.pace is not None
-        if self.serial:  # every post of the wave was fast
-            self.pace.backoff = 1
-        elif not self.pace.serial and wall <= BOUND_FACTOR * cpu:
-            self.pace.cpu_bound()
+    def _learn(self, pace: Pace, wall: float, cpu: float) -> None:
+        """After a wave of two posts or more: a serial one was fast throughout; a parallel one was CPU-bound."""
+        if self.serial:
+            pace.backoff = 1
+        elif not pace.serial and wall <= BOUND_FACTOR * cpu:
+            pace.cpu_bound()
 
     def _take(self, block: bool) -> None:
         """Take every request that has landed; with ``block``, wait for one first (at most what is left of the
