@@ -110,17 +110,19 @@ def test_a_failed_leader_lets_the_others_go(tmp_path: Path) -> None:
 
 def test_no_round_without_a_new_prompt_or_without_another_request(tmp_path: Path) -> None:
     cache = _Quiet(tmp_path)
-    assert fr.first_round([_with_examples()], [], threading.Event) is None
+    assert fr.first_round([_with_examples()], {}, lambda call: None, threading.Event) is None
     spam, team = _zero_shot(STATE), _with_examples()
     log: list[str] = []
     cache.wrap(_recording(log, {}))(spam)  # the server has read the prompt now: no leader left
-    send = cache.wrap(_recording(log, {"team": threading.Event()}), [team, spam])
+    hold = {"team": threading.Event()}
+    send = cache.wrap(_recording(log, hold), [team, spam])
     waiting = _later(send, team)
     time.sleep(0.1)
     assert log[-1] == "team sent"  # nothing waits
     send(spam)
     assert log[-2:] == ["spam sent", "spam answered"]
-    waiting.join(0)
+    hold["team"].set()
+    waiting.join(5)
 
 
 def test_a_wait_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -128,8 +130,33 @@ def test_a_wait_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     log: list[str] = []
     send = _Quiet(tmp_path).wrap(_recording(log, {}), [_with_examples(), _zero_shot(STATE)])
     started = time.perf_counter()
-    send(_with_examples())  # not one of the call's first requests: waits for them, and they never come
-    assert 0.2 <= time.perf_counter() - started < 2 and log == ["team sent", "team answered"]
+    send(_zero_shot(state_block("N/A")))  # a leader's later request: waits for the first ones, which never come
+    assert 0.2 <= time.perf_counter() - started < 2 and log == ["N/A sent", "N/A answered"]
+
+
+def test_another_questions_later_request_waits_for_the_leaders_prior_under_way(tmp_path: Path) -> None:
+    """The choice's held-out prior (sent once its answer is back) goes after the noul's N/A call (sent then too), so it
+    does not take the noul's slot before that call is read and the slot saved."""
+    spam, team, na = _zero_shot(STATE), _with_examples(), _zero_shot(state_block("N/A"))
+    held_out = Call("chat_completions", {**team.kwargs, "messages": team.kwargs["messages"][:1] + [
+        {"role": "user", "content": STATE}, {"role": "assistant", "content": "x"}, {"role": "user", "content": "y"}]})
+    log: list[str] = []
+    release = {"team": threading.Event(), "N/A": threading.Event()}
+    send = _Quiet(tmp_path).wrap(_recording(log, release), [team, spam])
+    first = _later(send, team)
+    send(spam)
+    prior = _later(send, na)  # waits for the team's reply
+    time.sleep(0.1)
+    release["team"].set()
+    first.join(5)
+    time.sleep(0.1)
+    other = _later(send, held_out)  # N/A is in flight (held): the held-out prior waits for it
+    time.sleep(0.1)
+    assert log[-1] == "N/A sent"
+    release["N/A"].set()
+    for thread in (prior, other):
+        thread.join(5)
+    assert log[-4:] == ["N/A sent", "N/A answered", "team sent", "team answered"]  # (_name calls it "team")
 
 
 def test_the_async_twin_keeps_the_same_order(tmp_path: Path) -> None:

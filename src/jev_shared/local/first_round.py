@@ -7,10 +7,12 @@ when both land in one batch, each reads the whole of its prompt (issue 33: the R
 430 prompt tokens in a third of the runs instead of 377). So, within one call, without a request added or changed:
 
 * the **leaders** (first requests of prompts this server has not read, each pinned to a slot) go at once;
-* the call's **other first requests** wait until every leader has its reply, then go (llama.cpp gives each the idle
-  slot that shares most of its prompt, and keeps what it overwrites in its prompt cache);
-* **every later request** of the call (a leader's content-free prior, pinned to the leader's slot; a held-out prior)
-  waits until every first request has its reply, so none of them takes a slot before the first round is read.
+* the call's **other first requests** wait until every leader has its reply, then go: llama.cpp gives each the idle
+  slot that shares most of its prompt (a leader's) and keeps what it overwrites in its prompt cache;
+* a **leader's later requests** (its content-free prior, pinned to the leader's slot) wait until every first request
+  has its reply: they find the leader's prompt in that cache, and no first request finds its slot taken;
+* **any other later request** (a held-out prior of another question) waits for the leaders' later requests that are
+  waiting or in flight when it is sent, so it neither takes the leader's slot before the slot is saved nor races them.
 
 Only a call that has both leaders and other first requests gets a round (a server's first few calls: the prompts a
 server pins are at most its slots); no answer depends on it, only what the server reads anew. A wait is bounded by
@@ -22,7 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable
 from typing import Any
 
 from ..calls import Call
@@ -34,22 +37,30 @@ WAIT_S = 30.0
 class FirstRound:
     """One call's first round: which requests wait for what, and what has its reply (sync or async: ``event``)."""
 
-    def __init__(self, leaders: Iterable[Call], others: Iterable[Call], event: Callable[[], Any] = threading.Event
-                 ) -> None:
-        self._calls = [*leaders, *others]  # held, so that no later request is given one of their ids
-        self._leaders = {id(c) for c in leaders}
+    def __init__(self, leaders: dict[str, Call], others: list[Call], key_of: Callable[[Call], str | None],
+                 event: Callable[[], Any] = threading.Event) -> None:
+        self._calls = [*leaders.values(), *others]  # held, so that no later request is given one of their ids
+        self._leaders = {id(c) for c in leaders.values()}
         self._others = {id(c) for c in others}
         self._firsts = self._leaders | self._others
+        self._keys, self._key_of, self._event = set(leaders), key_of, event
+        #: the leaders' later requests waiting or in flight, each with the event set when it has its reply
+        self._later: dict[int, Any] = {}
         self._lock = threading.Lock()
         #: set once every leader has its reply / once every first request has
         self.leaders_read, self.firsts_read = event(), event()
 
-    def waits_for(self, call: Call) -> Any:
-        """The event ``call`` waits for before it is sent, or None (a leader, or its turn has come)."""
+    def waits_for(self, call: Call) -> list[Any]:
+        """The events ``call`` waits for before it is sent (none: a leader, or its turn has come)."""
         if id(call) in self._leaders:
-            return None
-        event = self.leaders_read if id(call) in self._others else self.firsts_read
-        return None if event.is_set() else event
+            return []
+        if id(call) in self._others:
+            return [self.leaders_read]
+        with self._lock:
+            if self._key_of(call) in self._keys:  # a leader's later request: after every first request
+                self._later[id(call)] = self._event()
+                return [self.firsts_read]
+            return list(self._later.values())  # another later request: after the leaders' later ones under way
 
     def answered(self, call: Call) -> None:
         """``call`` has its reply (or its error): the requests waiting for it may go."""
@@ -57,31 +68,32 @@ class FirstRound:
             self._leaders.discard(id(call))
             self._firsts.discard(id(call))
             leaders, firsts = not self._leaders, not self._firsts
-        if leaders:
-            self.leaders_read.set()
-        if firsts:
-            self.firsts_read.set()
+            later = self._later.pop(id(call), None)
+        for done, event in ((leaders, self.leaders_read), (firsts, self.firsts_read), (later, later)):
+            if done:
+                event.set()
 
     def turn(self, call: Call) -> None:
         """Wait (this thread) until ``call`` may be sent."""
-        event = self.waits_for(call)
-        if event is not None:
-            event.wait(WAIT_S)
+        deadline = time.monotonic() + WAIT_S
+        for event in self.waits_for(call):
+            event.wait(max(0.0, deadline - time.monotonic()))
 
     async def aturn(self, call: Call) -> None:
         """Wait (this task) until ``call`` may be sent."""
-        event = self.waits_for(call)
-        if event is not None:
+        events = self.waits_for(call)
+        if events:
             try:
-                await asyncio.wait_for(event.wait(), WAIT_S)
+                await asyncio.wait_for(asyncio.gather(*(e.wait() for e in events)), WAIT_S)
             except TimeoutError:
                 pass
 
 
-def first_round(firsts: list[Call], leaders: list[Call], event: Callable[[], Any]) -> FirstRound | None:
-    """The call's round, where it has leaders and other first requests; else None (nothing waits)."""
-    others = [c for c in firsts if all(c is not leader for leader in leaders)]
-    return FirstRound(leaders, others, event) if leaders and others else None
+def first_round(firsts: list[Call], leaders: dict[str, Call], key_of: Callable[[Call], str | None],
+                event: Callable[[], Any]) -> FirstRound | None:
+    """The call's round, where it has leaders (by their prompts' keys) and other first requests; else None."""
+    others = [c for c in firsts if all(c is not leader for leader in leaders.values())]
+    return FirstRound(leaders, others, key_of, event) if leaders and others else None
 
 
 __all__ = ["WAIT_S", "FirstRound", "first_round"]

@@ -310,7 +310,7 @@ def _round(cache: SlotCache, firsts: list[Call] | None, event: Callable[[], Any]
             key = _zero_shot(call)
             if key is not None and key not in cache._slot and key not in leaders and len(leaders) < free:
                 leaders[key] = call
-    return first_round(firsts, list(leaders.values()), event)
+    return first_round(firsts, leaders, _zero_shot, event)
 
 
 def _in_turn(send: Callable[[Call], Reply], turns: FirstRound) -> Callable[[Call], Reply]:
