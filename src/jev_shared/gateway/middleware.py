@@ -198,11 +198,9 @@ class BodyLimit(_Refusing):
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
         limit = self.config.max_body_bytes
-        too_big = api_error("payload_too_large", f"the request body is over the limit of {limit} bytes "
-                                                 "(--max-body-bytes)", headers={"connection": "close"})
         declared, coded = header(scope, b"content-length"), header(scope, b"content-encoding")
         if declared and declared.isdigit() and int(declared) > limit:
-            return await self.refuse(scope, send, too_big)
+            return await self.refuse(scope, send, _too_big(limit))
         try:
             codings = encoding.check(coded)
         except ApiError as err:
@@ -218,7 +216,7 @@ class BodyLimit(_Refusing):
                     chunks.append(message.get("body", b""))
                     size += len(chunks[-1])
                     if size > limit:
-                        return await self.refuse(scope, send, too_big)
+                        return await self.refuse(scope, send, _too_big(limit))
                     if not message.get("more_body", False):
                         break
         except TimeoutError:
@@ -240,6 +238,12 @@ class BodyLimit(_Refusing):
         with self.admit(info(scope).get("key")):
             return await anyio.to_thread.run_sync(encoding.decode, body, coded, self.config.max_body_bytes,
                                                   limiter=self.limiter)
+
+
+def _too_big(limit: int) -> ApiError:
+    """413: built when a body is refused, not for every body that is not (issue 33)."""
+    return api_error("payload_too_large", f"the request body is over the limit of {limit} bytes (--max-body-bytes)",
+                     headers={"connection": "close"})
 
 
 def _decoded_scope(scope: dict[str, Any], size: int) -> dict[str, Any]:
