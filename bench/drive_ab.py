@@ -51,9 +51,11 @@ def args_rev() -> str:
 
 
 def driver_at(rev: str) -> Any:
-    """``jev_shared.drive`` as it was at ``rev`` (git), loaded beside this tree's: the A/B's "before"."""
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:src/jev_shared/drive.py"], check=True,
-                            capture_output=True, text=True).stdout
+    """``jev_shared.drive`` as it was at ``rev`` (a git commit, or a file's path), loaded beside this tree's: the
+    A/B's "before"."""
+    source = Path(rev).read_text() if Path(rev).is_file() else subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{rev}:src/jev_shared/drive.py"], check=True, capture_output=True,
+        text=True).stdout
     module = types.ModuleType("jev_shared.drive_before")
     module.__package__ = "jev_shared"
     exec(compile(source, f"drive.py@{rev}", "exec"), module.__dict__)  # noqa: S102 - our own file, at a commit

@@ -105,9 +105,10 @@ def run_flows(flows: Sequence[Flow[T]], send: Callable[[Call], Reply], *, scout:
     return outcomes
 
 
-#: A post is fast when its wall time is at most FAST_FACTOR times the CPU it took on the sending thread (plus
-#: FAST_SLACK_S): the server's share is no more than ours, so one at a time takes at most twice the wall of
-#: the GIL-bound parallel send, with no thread hand-offs (those were ~17 context switches a request idle).
+#: One at a time stays while the wave's posts so far took at most FAST_FACTOR times the CPU they took on the
+#: caller's thread (plus FAST_SLACK_S): the server's share is no more than ours, so one at a time takes at most
+#: twice the wall of the GIL-bound parallel send, with no thread hand-offs (~17 context switches a request
+#: idle). Summed over the wave, so one preempted post among fast ones does not end it; a slow first one does.
 FAST_FACTOR, FAST_SLACK_S = 2.0, 0.0002
 #: A parallel wave whose wall time was at most BOUND_FACTOR times its posts' CPU was CPU-bound: the server's
 #: time hid in ours (against a 20 ms server eight posts take ~21 ms wall for ~7 ms of CPU: never tried).
@@ -165,6 +166,7 @@ class _Wave:
         #: None: nothing learnt (a deadline, or a pool of the call's own); ``serial``: posts sent here
         self.pace, self.serial = pace, pace is not None and pace.serial
         self.posts, self.cpu = 0, 0.0  # requests sent, and the workers' CPU for theirs
+        self.here = [0.0, 0.0]  # wall and CPU seconds of the posts sent here while serial
 
     def run(self, wave: range, limit: int) -> None:
         """Until every flow of the wave has ended, or the budget ran out (then DecisionTimeoutError)."""
@@ -237,7 +239,7 @@ class _Wave:
                                                      self.landed)
 
     def _send_here(self, i: int, call: Call) -> None:
-        """Send on this thread; while serial, a slow reply sends the rest in parallel (and tells the pace)."""
+        """Send on this thread; while serial, slow replies send the rest in parallel (and tell the pace)."""
         started, cpu = time.perf_counter(), time.thread_time()
         try:
             outcome = _sent(self.send, call)
@@ -245,10 +247,12 @@ class _Wave:
             self.outcomes[i] = exc
             return
         finally:
-            if self.serial and self.pace is not None and (
-                    time.perf_counter() - started > FAST_FACTOR * (time.thread_time() - cpu) + FAST_SLACK_S):
-                self.serial = False
-                self.pace.slow()
+            if self.serial and self.pace is not None:
+                self.here[0] += time.perf_counter() - started
+                self.here[1] += time.thread_time() - cpu
+                if self.here[0] > FAST_FACTOR * self.here[1] + FAST_SLACK_S:
+                    self.serial = False
+                    self.pace.slow()
         self._step(i, outcome)
 
     def _step(self, i: int, outcome: Reply | ProviderError | None) -> None:
