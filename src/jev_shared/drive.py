@@ -84,7 +84,7 @@ def run_flows(flows: Sequence[Flow[T]], send: Callable[[Call], Reply], *, scout:
     one-question calls when each worker ran a whole flow). Without a deadline the caller's thread sends the
     last request that fits itself (one question, or one at a time: no worker thread at all), and every
     request while the client's server answers about as fast as we post (:class:`Pace`)."""
-    if len(flows) == 1 and budget.deadline is None:  # the common call: 2 µs here against 10 µs through _Wave
+    if len(flows) == 1 and budget.deadline is None:  # the common call: 7 K instructions here, 24 K via _Wave
         try:
             return [drive(flows[0], send)]
         except Exception as exc:  # noqa: BLE001 - the question's outcome
