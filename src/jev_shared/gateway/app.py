@@ -32,6 +32,10 @@ from .schema import QuestionDoc
 from .service import Gateway
 
 _HTTP_TYPES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}
+#: FastAPI's native OpenTelemetry off (its documented ``telemetry=`` setting): it acts only through process-wide
+#: OTel providers, which ``jev serve`` never configures (the gateway reports through its Prometheus metrics and
+#: access line), yet asking for the three providers cost ~33 K instructions a request (issue 33).
+TELEMETRY = {"tracing": False, "metrics": False, "logs": False}
 
 
 def _position(doc: str, pos: int) -> str:
@@ -109,7 +113,7 @@ def create_app(config: GatewayConfig) -> Any:
         await gw.pool.aclose()
 
     # /docs and /redoc with Swagger UI's and ReDoc's assets served from the fastapi-offline package: no CDN
-    app = FastAPIOffline(title="jev System One gateway", version="0.1.0", lifespan=lifespan,
+    app = FastAPIOffline(title="jev System One gateway", version="0.1.0", lifespan=lifespan, telemetry=TELEMETRY,
                          description="Typed decisions (choice, score, noul) over any OpenAI-compatible backend.")
     app.state.gateway = gw
     _handlers(app)
