@@ -12,7 +12,8 @@ strength, and each set judged by the strength chosen on the other sets (never on
 
     JEV_NO_CACHE=1 nice -n 5 python bench/heldout_nouls.py --variant truefalse --model qwen2.5-coder-1.5b \
         --sets clickbait,subj,cr,sms_spam,sst2,rte --limit 30 --out bench/heldout_runs/h2-truefalse-15.json.gz
-    python bench/heldout_nouls.py --lodo bench/heldout_runs/h2-base-15.json.gz bench/heldout_runs/h2-truefalse-15.json.gz
+    python bench/heldout_nouls.py --lodo bench/heldout_runs/h2-base-05.json.gz
+    python bench/heldout_nouls.py --lodo-words bench/heldout_runs/h2-base-05.json.gz bench/heldout_runs/h2-truefalse-05.json.gz
 """
 
 from __future__ import annotations
@@ -131,6 +132,21 @@ def print_lodo(paths: Sequence[Path]) -> None:
           + f"; pooled {sum(k for _, k in res['held'].values())}")
 
 
+def print_lodo_words(paths: Sequence[Path]) -> None:
+    """Each run a way of asking (its answer words): the way and strength chosen together on the other public sets."""
+    runs = {path.name: load_rows(path) for path in paths}
+    sets = list(dict.fromkeys(r["set"] for rows in runs.values() for r in rows if r["set"] in NOUL_SETS))
+    right = {(name, s): {n: sum(at_strength(r, s) == r["label"] for r in rows if r["set"] == n) for n in sets}
+             for name, rows in runs.items() for s in STRENGTHS}
+    total = 0
+    for n in sets:
+        rest = [m for m in sets if m != n]
+        best = max(right, key=lambda k: sum(right[k][m] for m in rest))
+        total += right[best][n]
+        print(f"leave {n} out: {best[0]} at {best[1]:.1f}, {n} {right[best][n]}")
+    print(f"held out, pooled: {total} of {sum(sum(r['set'] == n for r in rows) for n in sets for rows in runs.values()) // len(runs)}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from jev_shared import SystemOneClient
     from jev_shared.local import LocalServer
@@ -138,13 +154,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--variant", choices=("base", "truefalse"))
     ap.add_argument("--lodo", type=Path, nargs="*")
+    ap.add_argument("--lodo-words", type=Path, nargs="*", help="runs of one model with different answer words")
     ap.add_argument("--sets", default=",".join((*NOUL_SETS, *PROJECT)))
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--limit", type=int, default=30)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
-    if args.lodo:
-        print_lodo(args.lodo)
+    if args.lodo or args.lodo_words:
+        print_lodo(args.lodo) if args.lodo else print_lodo_words(args.lodo_words)
         return 0
     if not (args.variant and args.out):
         ap.error("--variant and --out are required to run")
