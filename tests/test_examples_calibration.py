@@ -92,15 +92,14 @@ def test_the_temperature_is_shrunk_toward_the_shipped_verdict() -> None:
 
 
 def test_debias_auto_is_set_per_kind_of_question() -> None:
-    """Zero-shot nouls divide by the prior's square root on this model; every other kind by all of it."""
+    """Every kind divides by all of the prior on this model (zero-shot nouls too, since issue 32)."""
     from jev_shared.models import debias_strength
 
-    assert debias_strength(MODEL, "noul", False) == 0.5
-    assert debias_strength(MODEL, "choice", False) == debias_strength(MODEL, "noul", True) == 1.0
+    assert debias_strength(MODEL, "noul", False) == debias_strength(MODEL, "choice", False) == 1.0
+    assert debias_strength(MODEL, "noul", True) == 1.0
     assert debias_strength(MODEL, "choice", True) == debias_strength(MODEL, "score", False) == 1.0
     assert debias_strength("gpt-x", "choice", False) == 0.0
     resp = client(calibrator=None).system_one("ticket", {"spam": Noul(instructions="This is spam.")})
     p_yes = math.exp(-0.3) / (math.exp(-0.3) + math.exp(-1.4))  # every state reads the same window here
-    assert resp.debug["priors"]["spam"]["yes"] == pytest.approx(math.sqrt(p_yes))
-    half = (p_yes / math.sqrt(p_yes), (1 - p_yes) / math.sqrt(1 - p_yes))
-    assert resp.answers["spam"].noul == pytest.approx(half[0] / sum(half))
+    assert resp.debug["priors"]["spam"]["yes"] == pytest.approx(p_yes)
+    assert resp.answers["spam"].noul == pytest.approx(0.5)  # the state reads as the empty ones: no lean left
