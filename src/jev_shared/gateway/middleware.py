@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import os
 import re
 import time
-import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -61,7 +61,8 @@ async def send_error(send: Any, err: ApiError) -> None:
 
 
 class RequestId:
-    """The caller's ``x-request-id`` when it is sane, else a new one; on the response twice (the engine's
+    """The caller's ``x-request-id`` when it is sane, else a new one (32 hex digits of ``os.urandom``: uuid4's
+    text without its UUID object, 15.7 K -> 2.0 K instructions, issue 33); on the response twice (the engine's
     systemone client reads ``x-typesafe-request-id``)."""
 
     def __init__(self, app: ASGIApp) -> None:
@@ -71,7 +72,7 @@ class RequestId:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         given = header(scope, b"x-request-id")
-        rid = given if given and _SANE_ID.match(given) else uuid.uuid4().hex
+        rid = given if given and _SANE_ID.match(given) else os.urandom(16).hex()
         info(scope)["request_id"] = rid
 
         async def tagged(message: dict[str, Any]) -> None:
