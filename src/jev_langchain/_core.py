@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.decisions import BaseDecisionModel, ClassifierRequest
@@ -42,6 +42,14 @@ DECISION_ERRORS: tuple[type[Exception], ...] = (
 ON_ERROR = ("block", "allow", "raise")
 
 
+@runtime_checkable
+class HoldsPair(Protocol):
+    """What holds its own engine clients (``JevDecisionModel``): read by type, not by an attribute's name."""
+
+    @property
+    def jev_pair(self) -> ClientPair: ...
+
+
 def client_pair(client: Any, owner: str) -> ClientPair | None:
     """The engine clients behind ``client``: an engine client, a chat model (both clients) or a JevDecisionModel."""
     pair = ClientPair.of(client, owner)
@@ -49,8 +57,10 @@ def client_pair(client: Any, owner: str) -> ClientPair | None:
         return pair
     if chat_model_of(client) is not None:
         return ClientPair(jev_client_from_chat_model(client), jev_async_client_from_chat_model(client), owner=owner)
-    inner = getattr(client, "jev_pair", None)  # a JevDecisionModel: its own pair, so nothing is converted twice
-    return ClientPair(inner.sync, inner.async_, owner=owner) if isinstance(inner, ClientPair) else None
+    if isinstance(client, HoldsPair):  # a JevDecisionModel: its own pair, so nothing is converted twice
+        inner = client.jev_pair
+        return ClientPair(inner.sync, inner.async_, owner=owner) if isinstance(inner, ClientPair) else None
+    return None
 
 
 class Engine:
