@@ -70,6 +70,13 @@ def verdict(recs: Sequence[Record], shots: int) -> str:
     return "; ".join(out) or "—"
 
 
+def noise(recs: Sequence[Record]) -> str:
+    """The ECE a perfectly calibrated model stating these probabilities reads on this many answers:
+    median, 90th percentile (the estimator's own noise: a bound below the 90th is met by luck or not at all)."""
+    mid, high = hf.ece_noise(recs)
+    return f"{mid:.3f}, {high:.3f}"
+
+
 def cell(recs: Sequence[Record] | None) -> str:
     return hf._cell(recs) if recs else "—"  # noqa: SLF001 - one formatting for every table
 
@@ -82,7 +89,7 @@ def rows(decisions: Sequence[Decision], model: str, heldout_rows: dict, form: st
     kinds = {d.set: (d.kind, len(d.answered)) for d in decisions}
     acc_before = {k: metrics(v).accuracy for k, v in before.items()}
     lines = ["| set | kind, options | setting | n | accuracy (today → now) | today: ECE, right at p ≥ 0.7 | "
-             "**fitted on the other sets** | + the question's own examples | ECE a calibrated model reads here | "
+             "**fitted on the other sets** | + the question's own examples | ECE a calibrated model reads here (median, 90th pct) | "
              "issue's rows (now, with its own examples where it has them) |", "|" + "---|" * 10]
     for (s, shots), recs in sorted(now.items(), key=lambda k: (k[0][1], k[0][0])):
         best = own.get((s, shots)) or recs
@@ -90,7 +97,7 @@ def rows(decisions: Sequence[Decision], model: str, heldout_rows: dict, form: st
         name = f"{s} (held out)" if s in never else s
         lines.append(f"| {name} | {kinds[s][0]}, {kinds[s][1]} | {hf.SETTINGS[shots]} | {len(recs)} | {acc} | "
                      f"{cell(before[(s, shots)])} | {cell(recs)} | {cell(own.get((s, shots)))} | "
-                     f"{hf.ece_floor(recs):.3f} | {verdict(best, shots)} |")
+                     f"{noise(best)} | {verdict(best, shots)} |")
     for shots in sorted({k[1] for k in now}):
         b = [r for (s, k), rs in before.items() if k == shots for r in rs]
         n = [r for (s, k), rs in now.items() if k == shots for r in rs]
@@ -108,11 +115,11 @@ def compare(decisions: Sequence[Decision], forms: Sequence[str]) -> str:
     kinds = {d.set: (d.kind, len(d.answered)) for d in decisions}
     first = judged[forms[0]]
     lines = ["| set | kind, options | setting | n | accuracy | " + " | ".join(f"{f}: ECE, right at p ≥ 0.7" for f in forms)
-             + " | a calibrated model reads |", "|" + "---|" * (6 + len(forms))]
+             + " | a calibrated model reads (median, 90th pct) |", "|" + "---|" * (6 + len(forms))]
     for (s, shots), recs in sorted(first.items(), key=lambda k: (k[0][1], k[0][0])):
         lines.append(f"| {s} | {kinds[s][0]}, {kinds[s][1]} | {hf.SETTINGS[shots]} | {len(recs)} | "
                      f"{metrics(recs).accuracy:.1%} | " + " | ".join(cell(judged[f][(s, shots)]) for f in forms)
-                     + f" | {hf.ece_floor(recs):.3f} |")
+                     + f" | {noise(recs)} |")
     lines += ["", "| form | setting | worst ECE (set) | mean ECE | pooled NLL | right at p ≥ 0.7 | issue's ECE rows met |",
               "|---|---|---|---|---|---|---|"]
     for f in forms:

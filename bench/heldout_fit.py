@@ -172,9 +172,15 @@ def loo(decisions: Sequence[Decision], fit: Fit, debias: bool | float = True) ->
     return out
 
 
-def ece_floor(recs: Sequence[Record], draws: int = 200) -> float:
-    """The median ECE of a perfectly calibrated model stating these probabilities on this many answers
-    (labels drawn from the probabilities themselves): what a set this small reads at best."""
+def ece_floor(recs: Sequence[Record], draws: int = 200, quantile: float = 0.5) -> float:
+    """The median (or ``quantile``) ECE of a perfectly calibrated model stating these probabilities on this
+    many answers (labels drawn from the probabilities themselves): what a set this small reads at best."""
+    return ece_noise(recs, draws, (quantile,))[0]
+
+
+def ece_noise(recs: Sequence[Record], draws: int = 200, quantiles: Sequence[float] = (0.5, 0.9)) -> list[float]:
+    """The ECE estimator's own noise here: quantiles of what a perfectly calibrated model stating these
+    probabilities reads on this many answers (the 90th: a calibrated model reads above it one time in ten)."""
     import random
 
     rng, out = random.Random(0), []
@@ -182,7 +188,8 @@ def ece_floor(recs: Sequence[Record], draws: int = 200) -> float:
         drawn = [Record(r.probabilities, rng.choices(list(r.probabilities), list(r.probabilities.values()))[0])
                  for r in recs]
         out.append(metrics(drawn).ece)
-    return sorted(out)[len(out) // 2]
+    out.sort()
+    return [out[min(int(q * len(out)), len(out) - 1)] for q in quantiles]
 
 
 def gate_cell(recs: Sequence[Record], gate: float = GATE) -> str:
