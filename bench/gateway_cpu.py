@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from cpu import cpu_per_call  # noqa: E402
-from processes import Placement, proc_cpu_s, stubbed  # noqa: E402
+from processes import Placement, cachegrind_refs, proc_cpu_s, stubbed  # noqa: E402
 from served import Served  # noqa: E402
 
 from jev_shared import AsyncSystemOneClient, Choice, Memory, SystemOneClient  # noqa: E402
@@ -316,16 +316,9 @@ def split_cpu_ms(backend: str, n: int, rounds: int, only: str | None = None) -> 
 def split_instructions(backend: str, n: int) -> dict[str, list[float]]:
     """Instructions per call of each layer: this script under cachegrind with ``--split-one`` for 0 and ``n``
     calls, differenced (what starting Python and the app costs falls out)."""
-    import re
 
     def refs(layer: str, k: int) -> int:
-        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", sys.executable,
-               __file__, "--split-one", layer, "--backend", backend, "--cpu-n", str(k)]
-        err = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"}).stderr
-        found = re.findall(r"I\s+refs:\s+([\d,]+)", err)
-        if not found:
-            raise RuntimeError(err[-2000:])
-        return int(found[-1].replace(",", ""))
+        return cachegrind_refs([__file__, "--split-one", layer, "--backend", backend, "--cpu-n", str(k)])
 
     return {layer: [(refs(layer, n) - refs(layer, 0)) / n] for layer in LAYERS}
 

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from heldout import answered_probs, load_items, load_sets, undivided  # noqa: E402
+from heldout import load_items, load_sets  # noqa: E402
 
 TRUE_FALSE = {"true": "The statement is true.", "false": "The statement is false."}
 _ALPHA_RUN = re.compile(r"[A-Za-z]+")
@@ -75,18 +75,12 @@ def items_of(name: str, limit: int) -> list[dict[str, Any]]:
 
 def run(client: Any, name: str, meta: dict[str, Any], criteria: dict[str, str] | None, limit: int) -> list[dict[str, Any]]:
     """One set's first ``limit`` items, one decision each, as ``heldout_variants.run`` saves them."""
+    from heldout_variants import answered_row
+
     from jev_shared import Noul
 
-    q, rows = Noul(instructions=meta["instructions"], criteria=criteria), []
-    for it in items_of(name, limit):
-        resp = client.system_one(it["text"], {"q": q})
-        prior = ((resp.debug or {}).get("priors") or {}).get("q")
-        probs = answered_probs(resp.answers["q"])
-        plist = list(prior.values()) if prior else None
-        rows.append({"set": name, "item": it["id"], "label": it["label"], "answered": probs, "prior": plist,
-                     "raw": undivided(probs, plist) if plist else probs,
-                     "answer": max(probs, key=probs.__getitem__), "ms": resp.usage.latency_ms})
-    return rows
+    q = Noul(instructions=meta["instructions"], criteria=criteria)
+    return [answered_row(name, it, client.system_one(it["text"], {"q": q}), str) for it in items_of(name, limit)]
 
 
 def at_strength(row: dict[str, Any], strength: float) -> str:

@@ -24,7 +24,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,17 +72,20 @@ def level_of(meta: dict[str, Any], answer: str) -> str:
     return str(names.index(answer)) if meta["kind"] == "score" and isinstance(names, list) and answer in names else answer
 
 
+def answered_row(name: str, it: dict[str, Any], resp: Any, answer_of: Callable[[str], str]) -> dict[str, Any]:
+    """One item's saved row: the answered and raw readouts, the prior, the answer (``answer_of`` the top key)."""
+    prior = ((resp.debug or {}).get("priors") or {}).get("q")
+    probs = answered_probs(resp.answers["q"])
+    plist = list(prior.values()) if prior else None
+    return {"set": name, "item": it["id"], "label": it["label"], "answered": probs, "prior": plist,
+            "raw": undivided(probs, plist) if plist else probs,
+            "answer": answer_of(max(probs, key=probs.__getitem__)), "ms": resp.usage.latency_ms}
+
+
 def run(client: SystemOneClient, name: str, meta: dict[str, Any], variant: str, limit: int) -> list[dict[str, Any]]:
-    q, rows = question(meta, variant), []
-    for it in load_items(name, limit):
-        resp = client.system_one(it["text"], {"q": q})
-        prior = ((resp.debug or {}).get("priors") or {}).get("q")
-        probs = answered_probs(resp.answers["q"])
-        plist = list(prior.values()) if prior else None
-        rows.append({"set": name, "item": it["id"], "label": it["label"], "answered": probs, "prior": plist,
-                     "raw": undivided(probs, plist) if plist else probs,
-                     "answer": level_of(meta, max(probs, key=probs.__getitem__)), "ms": resp.usage.latency_ms})
-    return rows
+    q = question(meta, variant)
+    return [answered_row(name, it, client.system_one(it["text"], {"q": q}), lambda a: level_of(meta, a))
+            for it in load_items(name, limit)]
 
 
 STRENGTHS = (0.0, 0.25, 0.5, 0.75, 1.0)

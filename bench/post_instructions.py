@@ -13,9 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import re
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from processes import stubbed  # noqa: E402
+from processes import cachegrind_refs, stubbed  # noqa: E402
 
 BODY = json.dumps({"model": "stub", "messages": [{"role": "user", "content": "x"}], "max_tokens": 1,
                    "logprobs": True, "top_logprobs": 20, "temperature": 0}).encode()
@@ -97,13 +94,7 @@ def run_one(name: str, url: str, n: int) -> None:
 
 def instructions(name: str, url: str, n: int) -> float:
     def refs(k: int) -> int:
-        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", sys.executable,
-               __file__, "--one", name, "--backend", url, "--n", str(k)]
-        err = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"}).stderr
-        found = re.findall(r"I\s+refs:\s+([\d,]+)", err)
-        if not found:
-            raise RuntimeError(err[-2000:])
-        return int(found[-1].replace(",", ""))
+        return cachegrind_refs([__file__, "--one", name, "--backend", url, "--n", str(k)])
 
     return (refs(n) - refs(0)) / n
 

@@ -92,3 +92,15 @@ class Placement:
             pin(os.getpid(), self.client, children=False)
             pin(server_pid, self.measured)
             pin(stub_pid, self.stub)
+
+
+def cachegrind_refs(args: list[str]) -> int:
+    """Instructions a Python run of ``args`` executes under valgrind's cachegrind (no cache model, fixed hash seed)."""
+    import re
+
+    cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", sys.executable, *args]
+    err = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"}).stderr
+    found = re.findall(r"I\s+refs:\s+([\d,]+)", err)
+    if not found:
+        raise RuntimeError(err[-2000:])
+    return int(found[-1].replace(",", ""))
