@@ -70,6 +70,8 @@ def variants() -> dict[str, Callable[[str], Any]]:
             lambda: openai.DefaultAsyncHttpxClient(trust_env=False)),
         "async DefaultAsyncHttpxClient, follow_redirects=False": _async(
             lambda: openai.DefaultAsyncHttpxClient(follow_redirects=False)),
+        "async openai.DefaultAioHttpClient (aiohttp), uvloop": _async(openai.DefaultAioHttpClient),
+        "async DefaultAioHttpClient as direct.apost posts": _async(openai.DefaultAioHttpClient, direct=True),
     }
 
 
