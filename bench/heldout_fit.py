@@ -318,7 +318,10 @@ def own_examples(decisions: Sequence[Decision], heldout_rows: dict, fit: Fit,
     engine does it (``calibration.examples_calibrator``)."""
     out = {}
     for (name, shots), rows, items, base, qkey in example_cells(decisions, heldout_rows.items(), fit):
-        prior = powered(items[0].prior, debias_strength(MODEL, items[0].kind, True))
+        power = debias_strength(MODEL, items[0].kind, True)
+        if power <= 0.0:  # no prior asked at run time: the examples give no labelled answers (priors.py)
+            continue
+        prior = powered(items[0].prior, power)
         own = examples_calibrator(base, qkey, list(items[0].answered),
                                   [(divide_prior(r, prior), lab) for r, lab in zip(rows["rows"], rows["labels"])], strength,
                                   context=record(items[0]).context)

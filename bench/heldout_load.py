@@ -5,7 +5,10 @@ bench's, JSON lines of printed figures, shipped calibrations), so ``heldout_fit.
 ``heldout_carry.py`` given ``bench/heldout_runs/*.json*`` read only the files that are runs: a
 ``heldout.py`` run (``meta`` and ``decisions``), or a ``heldout_variants.py`` run of scores asked by
 their level names (``variant: "levelnames"``: each row read back as a score's decision keyed by the
-level names, as the engine asks a 3-level score since issue 32). Every other file is skipped, not read.
+level names, as the engine asks a 3-level score since issue 32) made with ``--no-calibration``
+(``"calibrated": false``). Every other file is skipped, not read: a levelnames run answered calibrated
+(``h1-levelnames-15``, ``h4-levelnames-60``) saved as ``raw`` the calibrated answer times the prior, so
+its "raw" holds the shipped map's temperature and a fit on it would fit the map twice.
 
 Where two files hold the same item (set, setting, item id), the later file's answer replaces the
 earlier one's, as ``heldout_router.py --table`` pools (give the files oldest first), but a 3-level
@@ -34,12 +37,12 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 
 def kind_of(data: dict[str, Any] | None) -> str | None:
-    """``"decisions"`` (a heldout.py run), ``"levelnames"`` (scores by their level names), or None."""
+    """``"decisions"`` (a heldout.py run), ``"levelnames"`` (scores by their level names, raw readout exact), or None."""
     if data is None:
         return None
     if isinstance(data.get("decisions"), list) and isinstance(data.get("meta"), dict):
         return "decisions"
-    if data.get("variant") == "levelnames" and isinstance(data.get("rows"), list):
+    if data.get("variant") == "levelnames" and isinstance(data.get("rows"), list) and data.get("calibrated") is False:
         return "levelnames"
     return None
 

@@ -83,20 +83,57 @@ def answered_row(name: str, it: dict[str, Any], resp: Any, answer_of: Callable[[
 
 
 def run(client: SystemOneClient, name: str, meta: dict[str, Any], variant: str, limit: int) -> list[dict[str, Any]]:
+    """Each item's row, with the strength its saved prior was raised to (``debias="auto"``: the model's own)."""
     q = question(meta, variant)
-    return [answered_row(name, it, client.system_one(it["text"], {"q": q}), lambda a: level_of(meta, a))
-            for it in load_items(name, limit)]
+    strength = asked_strength(client.model, meta, variant)
+    return [{**answered_row(name, it, client.system_one(it["text"], {"q": q}), lambda a: level_of(meta, a)),
+             "strength": strength} for it in load_items(name, limit)]
+
+
+def asked_kind(meta: dict[str, Any], variant: str) -> str:
+    """The kind the engine was asked (a score asked by its level names is asked as a choice)."""
+    return "choice" if variant == "levelnames" else str(meta["kind"])
+
+
+def asked_strength(model: str, meta: dict[str, Any], variant: str) -> float:
+    """The power of the content-free prior ``debias="auto"`` divides by here: what the saved prior was raised to."""
+    from jev_shared.models import debias_strength
+
+    return debias_strength(model, asked_kind(meta, variant), False)
 
 
 STRENGTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
-def at_strength(row: dict[str, Any], strength: float, level_names: bool = False) -> str:
+def whole_prior(row: dict[str, Any], saved_strength: float) -> list[float] | None:
+    """The content-free prior itself: the saved one is the prior raised to the strength it was divided by
+    (``priors.powered``: floored at 1e-3, then raised), so it is raised back by ``1 / saved_strength``.
+    Why: ``debias="auto"`` saves the powered prior (the 1.5B's nouls: its square root); raising that again
+    made this table's "whole" the model's half and its "half" a quarter."""
+    prior = row["prior"]
+    if not prior or saved_strength in (0.0, 1.0):
+        return prior
+    return [p ** (1.0 / saved_strength) for p in prior]
+
+
+def saved_strength(row: dict[str, Any], model: str, variant: str) -> float:
+    """The strength a row's prior was saved at: the row's own ``strength`` (runs since issue 32's H3, session
+    14), else what ``debias="auto"`` divides by for this model and the kind asked (every earlier run here was
+    made at today's strengths: the 1.5B's nouls at half since they have one, every other kind asked whole)."""
+    if "strength" in row:
+        return float(row["strength"])
+    from heldout import load_sets
+
+    return asked_strength(model, load_sets()[row["set"]], variant)
+
+
+def at_strength(row: dict[str, Any], strength: float, level_names: bool = False, saved: float = 1.0) -> str:
     """The answer had the raw readout been divided by the prior at ``strength`` (as ``priors.powered`` and
-    ``readout.divide_prior`` do: the prior floored at 1e-3, raised, floored at 0.3 / options)."""
+    ``readout.divide_prior`` do: the prior floored at 1e-3, raised, floored at 0.3 / options); ``saved`` is
+    the strength the row's prior was saved at (:func:`saved_strength`)."""
     from jev_shared.readout import PRIOR_FLOOR, PRIOR_SHARE
 
-    raw, prior = row["raw"], row["prior"]
+    raw, prior = row["raw"], whole_prior(row, saved)
     scaled = dict(raw)
     if prior and strength > 0.0:
         floor = max(PRIOR_FLOOR, PRIOR_SHARE / len(prior))
@@ -112,8 +149,11 @@ def strengths_table(path: Path) -> None:
     data = json.loads((gzip.open(path) if path.suffix == ".gz" else path.open()).read())
     rows, right = data["rows"], {}
     sets = list(dict.fromkeys(r["set"] for r in rows))
+    model, variant = data.get("model") or "qwen2.5-coder-1.5b", data["variant"]
+    saved = {id(r): saved_strength(r, model, variant) for r in rows}
     for s in STRENGTHS:
-        right[s] = {n: sum(at_strength(r, s, data["variant"] == "levelnames") == r["label"] for r in rows if r["set"] == n) for n in sets}
+        right[s] = {n: sum(at_strength(r, s, variant == "levelnames", saved[id(r)]) == r["label"]
+                           for r in rows if r["set"] == n) for n in sets}
         print(f"strength {s:.2f}: " + ", ".join(f"{n} {right[s][n]}" for n in sets) + f"; pooled {sum(right[s].values())}")
     for n in sets:
         rest = [m for m in sets if m != n]
