@@ -138,11 +138,25 @@ def _timeout(http: Any, value: Any) -> Any:
     return type(own)(**value.as_dict())
 
 
-def _fault(exc: Exception) -> Exception:
-    """An HTTP library's failure to get a reply, as the SDK words it (a timeout, else a connection error)."""
-    if any(cls.__name__ == "TimeoutException" for cls in type(exc).__mro__) or isinstance(exc, TimeoutError):
-        return TimeoutFault("Request timed out.")
-    return ConnectionFault("Connection error.")
+def _is_timeout(exc: BaseException) -> bool:
+    return isinstance(exc, TimeoutError) or any(cls.__name__ == "TimeoutException" for cls in type(exc).__mro__)
+
+
+def _reason(exc: BaseException) -> BaseException:
+    """What a failure to get a reply says happened: the exception, or what an HTTP library's timeout (httpx's
+    ``TimeoutException``) was raised from. An adapter may word another library's errors as httpx's: the SDK's
+    aiohttp transport (``openai.DefaultAioHttpClient``) raises a refused or dropped connection as httpx's
+    ``ConnectTimeout`` from aiohttp's connection error (aiohttp's own timeouts subclass
+    ``TimeoutError``); httpx raises its timeouts from httpcore's, and those from a ``TimeoutError`` or nothing."""
+    while not isinstance(exc, TimeoutError) and _is_timeout(exc) and exc.__cause__ is not None:
+        exc = exc.__cause__
+    return exc
+
+
+def _fault(reason: BaseException) -> Exception:
+    """A failure's :func:`_reason` as the SDK words it (a timeout, else a connection error); the fault is raised
+    from the reason, so what reads its chain (``transport.timed_out``) meets no mislabelled timeout."""
+    return TimeoutFault("Request timed out.") if _is_timeout(reason) else ConnectionFault("Connection error.")
 
 
 def _content(response: Any) -> bytes:
@@ -158,7 +172,8 @@ def post(target: HttpTarget, route: str, own_timeout: Any, **kwargs: Any) -> byt
     try:
         response = target.http.post(**request)
     except Exception as exc:  # noqa: BLE001 - as the SDK: any failure to get a reply is a connection error
-        raise _fault(exc) from exc
+        reason = _reason(exc)
+        raise _fault(reason) from reason
     return _content(response)
 
 
@@ -168,7 +183,8 @@ async def apost(target: HttpTarget, route: str, own_timeout: Any, **kwargs: Any)
     try:
         response = await target.http.post(**request)
     except Exception as exc:  # noqa: BLE001
-        raise _fault(exc) from exc
+        reason = _reason(exc)
+        raise _fault(reason) from reason
     if not response.is_success:
         await response.aread()
         raise StatusFault(response)

@@ -37,10 +37,26 @@ class Backend:
 
     def sdk_client(self) -> Any:
         """An ``openai.AsyncOpenAI`` toward this backend (no SDK retries: the engine retries) over an HTTP client
-        of its own, which the engine posts with directly, past the SDK's request machinery (``openai_client``)."""
+        of its own (:func:`backend_http`), which the engine posts with directly, past the SDK's request machinery
+        (``openai_client``)."""
         if self.server is not None:
-            return self.server.async_client(max_retries=0)
-        return openai_client(self.base_url, self.api_key, asynchronous=True, max_retries=0)
+            return self.server.async_client(max_retries=0, http_client=backend_http())
+        return openai_client(self.base_url, self.api_key, asynchronous=True, max_retries=0, http_client=backend_http())
+
+
+def backend_http() -> Any:
+    """The HTTP client a backend is posted with: the SDK's aiohttp one (``openai.DefaultAioHttpClient``, the
+    ``aiohttp`` extra of the SDK), about half the CPU per post of its default httpx one (bench/post_instructions.py).
+    An aiohttp session belongs for good to the event loop it was opened on (on another loop every post fails;
+    httpx's pool fails one and recovers): a gateway worker has one loop for its life, so the gateway may; the
+    engine's own async clients keep the SDK's default, since a user may drive one from more than one loop.
+    Where the SDK's aiohttp transport is missing (openai 2.x without ``httpx-aiohttp``), its httpx default."""
+    import openai
+
+    try:
+        return openai.DefaultAioHttpClient()
+    except RuntimeError:  # the SDK's stand-in says the extra is not installed
+        return openai.DefaultAsyncHttpxClient()
 
 
 @dataclass

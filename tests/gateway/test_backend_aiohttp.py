@@ -1,0 +1,163 @@
+"""The gateway posts to its backends over the SDK's aiohttp client (``openai.DefaultAioHttpClient``, issue 33):
+every way a backend can fail answers the gateway's caller as it did over httpx, the backend receives the same
+request, and the aiohttp session is closed at shutdown, with no "Unclosed client session" warning."""
+
+from __future__ import annotations
+
+import gc
+import socket
+import warnings
+from typing import Any
+
+import openai
+import pytest
+
+from jev_shared.backend import Backend
+from jev_shared.gateway import Backend as Served
+from jev_shared.gateway import config as gateway_config
+from jev_shared.gateway.app import create_app
+from jev_shared.local import LocalServer
+from tests.gateway.conftest import MODEL, client, config_for
+from tests.gateway.stub import FaultStub
+from tests.helpers.wire import Request
+
+SPAM = {"spam": {"type": "noul", "instructions": "This is spam."}}
+BODY = {"model": MODEL, "state": "want=yes truth=yes", "questions": SPAM}
+#: the HTTP client each run posts to the backend with: the gateway's own (aiohttp), and the SDK's httpx default
+TRANSPORTS = {"aiohttp": gateway_config.backend_http, "httpx": openai.DefaultAsyncHttpxClient}
+
+
+class Flaky(FaultStub):
+    """The stub backend, with two more faults: ``close`` (the connection closed, no reply) and ``partial`` (the
+    reply's head and half its body, then the connection closed)."""
+
+    def _write(self, handler: Any, action: Any) -> None:
+        if self.fault not in ("close", "partial"):
+            return super()._write(handler, action)
+        if self.fault == "partial":
+            body = action.body[: len(action.body) // 2]
+            head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(action.body)}\r\n\r\n"
+            handler.wfile.write(head.encode() + body)
+            handler.wfile.flush()
+        handler.close_connection = True
+        handler.connection.shutdown(socket.SHUT_RDWR)
+
+
+@pytest.fixture
+def flaky():
+    with Flaky() as backend:
+        yield backend
+
+
+def _refused_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+
+
+async def _ask(stub: Flaky, transport: str, monkeypatch: pytest.MonkeyPatch, fault: str | None,
+               url: str | None = None, extra: dict[str, Any] | None = None) -> tuple[int, Any, list[Request]]:
+    """One request through a gateway of its own whose backend clients post over ``transport``: the status, the
+    body (an error's request id left out) and what the backend received."""
+    monkeypatch.setattr(gateway_config, "backend_http", TRANSPORTS[transport])
+    stub.reset()
+    stub.fault = fault
+    config = config_for(stub, cache=False)
+    if url is not None:
+        config.backends = {MODEL: Served(url, MODEL)}
+    app = create_app(config)
+    try:
+        async with client(app) as http:
+            resp = await http.post("/v1/systemone", json={**BODY, **(extra or {})})
+            target = Backend.of(app.gateway.pool.get(MODEL).client).http
+            assert isinstance(target.http, openai.DefaultAioHttpClient) is (transport == "aiohttp")
+    finally:
+        stub.release.set()
+        stub.release.clear()
+    body = resp.json()
+    if "error" in body:
+        body["error"].pop("request_id", None)
+    return resp.status_code, body, list(stub.log)
+
+
+CASES = {  # fault → (the gateway's status, its error type)
+    "refused": (502, "backend_error"),
+    "close": (502, "backend_error"),
+    "partial": (502, "backend_error"),
+    "hang": (504, "backend_timeout"),  # slower than the request's per-attempt timeout
+    "500": (502, "backend_error"),
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fault", list(CASES))
+async def test_each_backend_failure_answers_as_it_did_over_httpx(flaky, monkeypatch, fault):
+    """A refused port, a connection closed with no reply or half a reply, a backend slower than the timeout and a
+    5xx with a JSON error: the same status and error body from the gateway over aiohttp as over httpx (aiohttp's
+    transport maps a refused or dropped connection to httpx's ConnectTimeout: still a connection error here)."""
+    url = _refused_url() if fault == "refused" else None
+    extra = {"backend": {"timeout_seconds": 0.3}} if fault == "hang" else {}
+    seen = {t: await _ask(flaky, t, monkeypatch, None if fault == "refused" else fault, url, extra)
+            for t in TRANSPORTS}
+    (status, body, _), (status_x, body_x, _) = seen["aiohttp"], seen["httpx"]
+    assert (status, body) == (status_x, body_x)
+    assert (status, body["error"]["type"]) == CASES[fault], body
+
+
+#: the request headers that matter to a backend (the rest: host, connection, accept-encoding, content-length)
+HEADERS = ("authorization", "content-type", "accept", "user-agent")
+
+
+@pytest.mark.anyio
+async def test_the_backend_receives_the_same_request_over_either(flaky, monkeypatch):
+    """Method, path, body bytes and headers (every one, compared by lower-cased name: aiohttp writes the names
+    lower-case, httpx as given; the order and the values are the same), no SDK ``x-stainless-*`` header; the
+    same answer."""
+    (status, body, sent), (status_x, body_x, sent_x) = [await _ask(flaky, t, monkeypatch, None) for t in TRANSPORTS]
+    assert status == status_x == 200 and body["answers"] == body_x["answers"]
+    assert len(sent) == len(sent_x) >= 1
+    for one, other in zip(sent, sent_x, strict=True):
+        assert (one.method, one.path, one.raw) == (other.method, other.path, other.raw)
+        assert list(one.headers.items()) == list(other.headers.items())
+        assert all(one.headers.get(h) for h in HEADERS) and not [h for h in one.headers if h.startswith("x-stainless")]
+
+
+def test_both_backend_kinds_post_over_aiohttp():
+    """A remote backend's client and the embedded server's (``LocalServer.async_client``) alike."""
+    srv = LocalServer("smollm2-135m", prompt_cache=False)
+    srv.base_url = "http://127.0.0.1:9/v1"
+    for served in (Served("http://127.0.0.1:9/v1", MODEL), Served(srv.base_url, MODEL, server=srv)):
+        target = Backend.of(served.sdk_client()).http
+        assert isinstance(target.http, openai.DefaultAioHttpClient) and target.is_async
+
+
+def _unclosed(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if "Unclosed" in str(w.message)]
+
+
+@pytest.mark.anyio
+async def test_an_unclosed_session_would_warn():
+    """The check below can fail: an aiohttp client that posted and was not closed warns when collected."""
+    with FaultStub() as backend, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        http = gateway_config.backend_http()
+        assert (await http.post(backend.base_url + "/chat/completions", json={})).status_code == 200
+        del http
+        gc.collect()
+    assert _unclosed(caught)
+
+
+@pytest.mark.anyio
+@pytest.mark.filterwarnings("error")
+async def test_shutdown_closes_the_aiohttp_session(stub):
+    """The app's shutdown closes its backend clients' aiohttp sessions: nothing warns when they are collected."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        app = create_app(config_for(stub, cache=False))
+        async with client(app) as http:
+            assert (await http.post("/v1/systemone", json=BODY)).status_code == 200
+            target = Backend.of(app.gateway.pool.get(MODEL).client).http
+        assert target.http.is_closed
+        del app, target
+        gc.collect()
+    assert not _unclosed(caught)
