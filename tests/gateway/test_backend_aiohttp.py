@@ -5,7 +5,10 @@ request, and the aiohttp session is closed at shutdown, with no "Unclosed client
 from __future__ import annotations
 
 import gc
+import os
 import socket
+import subprocess
+import sys
 import warnings
 from typing import Any
 
@@ -16,9 +19,11 @@ from jev_shared.backend import Backend
 from jev_shared.gateway import Backend as Served
 from jev_shared.gateway import config as gateway_config
 from jev_shared.gateway.app import create_app
-from jev_shared.local import LocalServer
-from tests.gateway.conftest import MODEL, client, config_for
+from jev_shared.local import LocalServer, free_port
+from tests.gateway.conftest import KEY, MODEL, client, config_for
+from tests.gateway.crowd import assert_each_got_its_own, crowd, wait_healthy
 from tests.gateway.stub import FaultStub
+from tests.gateway.test_workers import ROOT, stop
 from tests.helpers.wire import Request
 
 SPAM = {"spam": {"type": "noul", "instructions": "This is spam."}}
@@ -161,3 +166,24 @@ async def test_shutdown_closes_the_aiohttp_session(stub):
         del app, target
         gc.collect()
     assert not _unclosed(caught)
+
+
+@pytest.mark.timeout(240)
+def test_two_workers_each_close_their_sessions_on_shutdown(stub):
+    """``jev serve --workers 2``: each worker posts over its own session, on its own loop, and runs the app's
+    shutdown (which closes it, as above) when stopped. A worker's exit does not collect an unclosed session (tried:
+    without the close, nothing is said), so this checks that both shutdowns ran and completed."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jev_shared.cli", "serve", "--port", str(port), "--workers", "2", "--backend-url",
+         stub.base_url, "--model", MODEL, "--no-cache", "--max-retries", "0", "--log-level", "info"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "JEV_API_KEYS": KEY, "PYTHONPATH": str(ROOT / "src"), "PYTHONWARNINGS": "always"})
+    try:
+        wait_healthy(proc, f"http://127.0.0.1:{port}", 60)
+        results = crowd(f"http://127.0.0.1:{port}", 8, 4, timeout=60)
+    finally:
+        err = stop(proc)
+    assert_each_got_its_own(results, stub, 8 * 4)
+    assert proc.returncode == 0 and err.count("Application shutdown complete.") == 2, err[-3000:]
+    assert "Unclosed" not in err and "ResourceWarning" not in err, err[-3000:]
