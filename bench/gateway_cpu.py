@@ -11,9 +11,10 @@ the gateway's settings serving a bare ASGI app (bench/asgi_floor.py), answering 
 in the same run, the two taking turns round by round.
 
 ``--split``: one request's layers apart, in one process (ASGI calls straight in, the access line to /dev/null):
-the sync and async posts, ``Gateway.respond`` (the engine, limits, metrics), FastAPI alone and the whole app with
-``respond`` answering a kept response, the whole app; ``--instructions``: each layer's instructions per call
-(cachegrind, two runs differenced: free of the machine's load).
+the sync post and the async one (with the gateway's own backend HTTP client), ``Gateway.respond`` (the engine,
+limits, metrics), FastAPI alone and the whole app with ``respond`` answering a kept response, the whole app;
+``--instructions``: each layer's instructions per call (cachegrind, two runs differenced: free of the machine's
+load).
 
     python bench/gateway_cpu.py [--cpu-n 400] [--rounds 3] [--compare /work/main] [--profile out.txt]
                                 [--no-engine]  # the post, the floors and the gateways only
@@ -94,9 +95,11 @@ def gateway_cpu_ms(gw: Served, http: httpx.Client, body: bytes, n: int, warmup: 
     return (proc_cpu_s(gw.proc.pid) - start) / n * 1000.0
 
 
-def async_cpu_ms(backend: str, questions: dict[str, Any], n: int, warmup: int = 50, direct: bool = False) -> float:
-    """The async engine over ``openai.AsyncOpenAI`` (the gateway's path), this process's CPU per call; ``direct``:
-    over the client ``LocalServer.async_client()`` builds (its own HTTP client, posted with directly: direct.py)."""
+def async_cpu_ms(backend: str, questions: dict[str, Any], n: int, warmup: int = 50, direct: bool = False,
+                 http: Any = None) -> float:
+    """The async engine over ``openai.AsyncOpenAI``, this process's CPU per call; ``direct``: over the client
+    ``LocalServer.async_client()`` builds (its own HTTP client, posted with directly: direct.py), ``http`` that
+    HTTP client's maker (the SDK's httpx one unless given: the gateway's is :func:`_backend_http`)."""
     import openai
 
     from jev_shared.backend import Backend as Described
@@ -104,7 +107,8 @@ def async_cpu_ms(backend: str, questions: dict[str, Any], n: int, warmup: int = 
     from jev_shared.direct import sdk_client
 
     async def run() -> float:
-        sdk, target = sdk_client(openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient, backend, "k", max_retries=0)
+        sdk, target = sdk_client(openai.AsyncOpenAI, http or openai.DefaultAsyncHttpxClient, backend, "k",
+                                 max_retries=0)
         if direct:
             attach(sdk, Described(http=target))
         engine = AsyncSystemOneClient(sdk, model="stub", api="chat_completions", memory=Memory())
@@ -113,7 +117,9 @@ def async_cpu_ms(backend: str, questions: dict[str, Any], n: int, warmup: int = 
         start = time.process_time()
         for _ in range(n):
             await engine.system_one(STATE, questions)
-        return (time.process_time() - start) / n * 1000.0
+        spent = (time.process_time() - start) / n * 1000.0
+        await sdk.close()  # and its HTTP client (an aiohttp session warns when collected open)
+        return spent
 
     return asyncio.run(run())
 
@@ -129,6 +135,7 @@ def engine_figures(backend: str, n: int) -> dict[str, float]:
         out[f"engine_sync_{name}_ms"] = cpu_per_call(lambda qs=qs: sync.system_one(STATE, qs), n)
         out[f"engine_async_{name}_ms"] = async_cpu_ms(backend, qs, n)
         out[f"engine_async_direct_{name}_ms"] = async_cpu_ms(backend, qs, n, direct=True)
+        out[f"engine_async_gateway_{name}_ms"] = async_cpu_ms(backend, qs, n, direct=True, http=_backend_http)
     return out
 
 
@@ -199,7 +206,8 @@ def _asgi_post(app: Any, body: bytes) -> Any:
 def profile_gateway(n: int, out: Path) -> None:
     """cProfile (CPU time) of the gateway app in this process, ASGI calls straight in, over the stub."""
     with stubbed() as (backend, _):
-        call = _split_calls(backend)["app"]
+        calls = _split_calls(backend)
+        call = calls["app"]
         prof = cProfile.Profile(time.process_time)
 
         async def run() -> None:
@@ -209,6 +217,7 @@ def profile_gateway(n: int, out: Path) -> None:
             for _ in range(n):
                 await call()
             prof.disable()
+            await calls["close"]()
 
         asyncio.run(run())
         _write(prof, out)
@@ -234,9 +243,20 @@ def profile_async_engine(n: int, out: Path) -> None:
 LAYERS = ("sync_post", "async_post", "respond", "fastapi_kept", "app_kept", "app")
 
 
-def _split_calls(backend: str) -> dict[str, Any]:
-    """Each layer as a coroutine function of no arguments, over one gateway app."""
+def _backend_http() -> Any:
+    """The HTTP client the gateway posts to its backends with (the SDK's aiohttp one since issue 33; a checkout
+    from before it, ``--compare``'s or a frozen one on ``PYTHONPATH``, has no ``backend_http``: httpx's)."""
     import openai
+
+    from jev_shared.gateway import config
+
+    made = getattr(config, "backend_http", None)
+    return made() if made is not None else openai.DefaultAsyncHttpxClient()
+
+
+def _split_calls(backend: str) -> dict[str, Any]:
+    """Each layer as a coroutine function of no arguments, over one gateway app (``async_post``: with the HTTP
+    client the gateway's backend clients post with)."""
     from fastapi import FastAPI
 
     from jev_shared.gateway import Backend, GatewayConfig
@@ -254,7 +274,7 @@ def _split_calls(backend: str) -> dict[str, Any]:
     gw.pool.warm()
     body = body_for(SETS["1q"])
     req = SystemOneRequest.model_validate_json(body)
-    plain, http = httpx.Client(), openai.DefaultAsyncHttpxClient()
+    plain, http = httpx.Client(), _backend_http()
     chat = {"model": "stub", "messages": [{"role": "user", "content": STATE}], "max_tokens": 1, "logprobs": True,
             "top_logprobs": 20, "temperature": 0}
     raw = json.dumps(chat).encode()
@@ -285,9 +305,13 @@ def _split_calls(backend: str) -> dict[str, Any]:
     async def sync_post() -> None:  # blocking, as the bench's client posts; a coroutine only to be timed alike
         json.loads(plain.post(backend + "/chat/completions", json=chat).content)
 
+    async def close() -> None:  # the HTTP clients, on the loop they posted on (an aiohttp session warns if not)
+        await http.aclose()
+        await gw.pool.aclose()
+
     return {"sync_post": sync_post,
             "async_post": async_post, "respond": respond, "fastapi_kept": kept(inner), "app_kept": kept(app),
-            "app": _asgi_post(app, body)}
+            "app": _asgi_post(app, body), "close": close}
 
 
 def split_cpu_ms(backend: str, n: int, rounds: int, only: str | None = None) -> dict[str, list[float]]:
@@ -308,6 +332,7 @@ def split_cpu_ms(backend: str, n: int, rounds: int, only: str | None = None) -> 
                 for _ in range(n):
                     await call()
                 out.setdefault(name, []).append((time.process_time() - start) / max(n, 1) * 1000.0)
+        await calls["close"]()
 
     uvloop.run(run())
     return out
