@@ -48,7 +48,7 @@ def _async(make: Callable[[], Any], loop: str = "uvloop", direct: bool = False) 
 
         async def call() -> None:
             json.loads((await http.post(target, content=BODY, headers=headers, **extra)).content)
-        return loop, call
+        return loop, call, http.aclose  # closed on its loop (an aiohttp session warns when collected open)
     return build
 
 
@@ -72,6 +72,8 @@ def variants() -> dict[str, Callable[[str], Any]]:
             lambda: openai.DefaultAsyncHttpxClient(follow_redirects=False)),
         "async openai.DefaultAioHttpClient (aiohttp), uvloop": _async(openai.DefaultAioHttpClient),
         "async DefaultAioHttpClient as direct.apost posts": _async(openai.DefaultAioHttpClient, direct=True),
+        "async DefaultAioHttpClient as direct.apost posts, asyncio loop": _async(openai.DefaultAioHttpClient,
+                                                                                 "asyncio", direct=True),
     }
 
 
@@ -81,11 +83,12 @@ def run_one(name: str, url: str, n: int) -> None:
         for _ in range(50 + n):
             built()
         return
-    loop, call = built
+    loop, call, close = built
 
     async def many() -> None:
         for _ in range(50 + n):
             await call()
+        await close()
 
     if loop == "uvloop":
         import uvloop
