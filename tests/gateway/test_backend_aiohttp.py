@@ -136,6 +136,16 @@ def test_both_backend_kinds_post_over_aiohttp():
         assert isinstance(target.http, openai.DefaultAioHttpClient) and target.is_async
 
 
+def test_without_the_sdks_aiohttp_extra_the_backend_keeps_httpx(monkeypatch):
+    """openai 2.x without ``httpx-aiohttp`` (or an aiohttp the SDK's transport does not take): the SDK's stand-in
+    raises RuntimeError, and the gateway posts with the SDK's httpx client."""
+    def missing() -> None:
+        raise RuntimeError("To use the aiohttp client you must have installed the package with the `aiohttp` extra")
+
+    monkeypatch.setattr(openai, "DefaultAioHttpClient", missing)
+    assert isinstance(gateway_config.backend_http(), openai.DefaultAsyncHttpxClient)
+
+
 def _unclosed(caught: list[warnings.WarningMessage]) -> list[str]:
     return [str(w.message) for w in caught if "Unclosed" in str(w.message)]
 
