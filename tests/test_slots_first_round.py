@@ -59,9 +59,17 @@ def _recording(log: list[str], hold: dict[str, threading.Event]) -> Any:
     return send
 
 
+def _held_out(team: Call) -> Call:
+    """The choice's held-out prior: its rules, an example as the state (never pinned: not zero-shot)."""
+    return Call("chat_completions", {**team.kwargs, "messages": team.kwargs["messages"][:1] + [
+        {"role": "user", "content": STATE}, {"role": "assistant", "content": "x"}, {"role": "user", "content": "y"}]})
+
+
 def _name(call: Call) -> str:
     messages = call.kwargs["messages"]
-    return "team" if len(messages) > 2 else "N/A" if messages[1]["content"] == state_block("N/A") else "spam"
+    if len(messages) > 2:
+        return "held" if messages[-1]["content"] == "y" else "team"
+    return {state_block("N/A"): "N/A", state_block(""): "empty"}.get(messages[1]["content"], "spam")
 
 
 def _later(fn: Any, *args: Any) -> threading.Thread:
@@ -138,8 +146,7 @@ def test_another_questions_later_request_waits_for_the_leaders_prior_under_way(t
     """The choice's held-out prior (sent once its answer is back) goes after the noul's N/A call (sent then too), so it
     does not take the noul's slot before that call is read and the slot saved."""
     spam, team, na = _zero_shot(STATE), _with_examples(), _zero_shot(state_block("N/A"))
-    held_out = Call("chat_completions", {**team.kwargs, "messages": team.kwargs["messages"][:1] + [
-        {"role": "user", "content": STATE}, {"role": "assistant", "content": "x"}, {"role": "user", "content": "y"}]})
+    held_out = _held_out(team)
     log: list[str] = []
     release = {"team": threading.Event(), "N/A": threading.Event()}
     send = _Quiet(tmp_path).wrap(_recording(log, release), [team, spam])
@@ -156,7 +163,72 @@ def test_another_questions_later_request_waits_for_the_leaders_prior_under_way(t
     release["N/A"].set()
     for thread in (prior, other):
         thread.join(5)
-    assert log[-4:] == ["N/A sent", "N/A answered", "team sent", "team answered"]  # (_name calls it "team")
+    assert log[-4:] == ["N/A sent", "N/A answered", "held sent", "held answered"]
+
+
+def _past_the_first_requests(tmp_path: Path, log: list[str], hold: dict[str, threading.Event]) -> Any:
+    """The README example's round once its first requests and the leader's N/A call have their replies."""
+    spam, team = _zero_shot(STATE), _with_examples()
+    send = _Quiet(tmp_path).wrap(_recording(log, hold), [team, spam])
+    first = _later(send, team)
+    send(spam)
+    first.join(5)
+    send(_zero_shot(state_block("N/A")))
+    return send
+
+
+def test_the_leaders_next_prior_call_waits_for_another_questions_prior_under_way(tmp_path: Path) -> None:
+    """The bad order of the 573-token runs: the choice's held-out prior (not pinned: llama.cpp gives it the noul's idle
+    slot) is in flight when the noul's empty-state call (pinned to that slot) comes. The pinned call now waits for its
+    reply; together, the server swapped its prompt cache into the slot under the held-out request, and both read their
+    prompts anew."""
+    log: list[str] = []
+    hold = {"held": threading.Event()}
+    send = _past_the_first_requests(tmp_path, log, hold)
+    held = _later(send, _held_out(_with_examples()))
+    time.sleep(0.1)
+    empty = _later(send, _zero_shot(state_block("")))
+    time.sleep(0.1)
+    assert log[-1] == "held sent"  # the empty state waits
+    hold["held"].set()
+    for thread in (held, empty):
+        thread.join(5)
+    assert log[-4:] == ["held sent", "held answered", "empty sent", "empty answered"]
+
+
+def test_released_by_the_same_reply_the_two_kinds_of_later_request_do_not_overlap(tmp_path: Path) -> None:
+    """The idle runs' order: the held-out prior waits for the noul's N/A call; that call's reply releases it, and the
+    noul's flow sends its empty state at once. Before, both then left (the empty state waited for the first requests
+    only) and met in llama.cpp; now the empty state waits for the held-out prior's reply."""
+    in_flight: set[str] = set()
+    overlaps: list[set[str]] = []
+    lock, na_reply = threading.Lock(), threading.Event()
+
+    def server(call: Call) -> Reply:
+        with lock:
+            in_flight.add(_name(call))
+            overlaps.extend([set(in_flight)] if {"held", "empty"} <= in_flight else [])
+        if _name(call) == "N/A":
+            assert na_reply.wait(5)
+        time.sleep(0.02)
+        with lock:
+            in_flight.discard(_name(call))
+        return Reply({}, 0.0)
+
+    spam, team = _zero_shot(STATE), _with_examples()
+    send = _Quiet(tmp_path).wrap(server, [team, spam])
+    first = _later(send, team)
+    send(spam)
+    first.join(5)
+    noul = _later(lambda: (send(_zero_shot(state_block("N/A"))), send(_zero_shot(state_block("")))))
+    time.sleep(0.05)
+    held = _later(send, _held_out(team))  # waits for the N/A call
+    time.sleep(0.05)
+    assert in_flight == {"N/A"}
+    na_reply.set()
+    for thread in (noul, held):
+        thread.join(5)
+    assert not overlaps and not in_flight
 
 
 def test_the_async_twin_keeps_the_same_order(tmp_path: Path) -> None:
@@ -178,6 +250,30 @@ def test_the_async_twin_keeps_the_same_order(tmp_path: Path) -> None:
 
     asyncio.run(main())
     assert log == ["spam sent", "spam answered", "team sent", "team answered", "N/A sent", "N/A answered"]
+
+
+def test_the_async_twin_keeps_the_later_requests_apart(tmp_path: Path) -> None:
+    """AsyncSystemOneClient's path (awrap): the held-out prior in flight, the noul's empty state waits for its reply."""
+    spam, team = _zero_shot(STATE), _with_examples()
+    log: list[str] = []
+
+    async def asend(call: Call) -> Reply:
+        log.append(f"{_name(call)} sent")
+        await asyncio.sleep(0.05 if _name(call) == "held" else 0.01)
+        log.append(f"{_name(call)} answered")
+        return Reply({}, 0.0)
+
+    async def main() -> None:
+        send = _Quiet(tmp_path).awrap(asend, [team, spam])
+        first = asyncio.create_task(send(team))
+        await send(spam)
+        await asyncio.gather(first, send(_zero_shot(state_block("N/A"))))
+        held = asyncio.create_task(send(_held_out(team)))
+        await asyncio.sleep(0.01)
+        await asyncio.gather(held, send(_zero_shot(state_block(""))))
+
+    asyncio.run(main())
+    assert log[-4:] == ["held sent", "held answered", "empty sent", "empty answered"]
 
 
 @pytest.mark.slow

@@ -11,8 +11,14 @@ when both land in one batch, each reads the whole of its prompt (issue 33: the R
   slot that shares most of its prompt (a leader's) and keeps what it overwrites in its prompt cache;
 * a **leader's later requests** (its content-free prior, pinned to the leader's slot) wait until every first request
   has its reply: they find the leader's prompt in that cache, and no first request finds its slot taken;
-* **any other later request** (a held-out prior of another question) waits for the leaders' later requests that are
-  waiting or in flight when it is sent, so it neither takes the leader's slot before the slot is saved nor races them.
+* the leaders' later requests and **any other later request** (a held-out prior of another question) are never in
+  flight together: each waits for those of the other kind that are waiting or in flight when it is sent. The other
+  request is not pinned, and llama.cpp gives it the idle slot that shares most of its prompt: often a leader's (the
+  README example's choice shares the rules with the noul). When a request pinned to that slot reached llama.cpp
+  together with it, the server swapped its prompt cache into the slot before the other request was read, and both
+  read their prompts anew (issue 33: the README example read 573 prompt tokens instead of 377 in 5 of 13 idle runs,
+  with other probabilities in the 6th digit). One after the other, in either order, they read the same tokens to the
+  bit (measured on the 1.5B, docs/benchmarks.md).
 
 Only a call that has both leaders and other first requests gets a round (a server's first few calls: the prompts a
 server pins are at most its slots); no answer depends on it, only what the server reads anew. A wait is bounded by
@@ -44,8 +50,9 @@ class FirstRound:
         self._others = {id(c) for c in others}
         self._firsts = self._leaders | self._others
         self._keys, self._key_of, self._event = set(leaders), key_of, event
-        #: the leaders' later requests waiting or in flight, each with the event set when it has its reply
+        #: the later requests waiting or in flight, each with the event set when it has its reply: the leaders' / others'
         self._later: dict[int, Any] = {}
+        self._other_later: dict[int, Any] = {}
         self._lock = threading.Lock()
         #: set once every leader has its reply / once every first request has
         self.leaders_read, self.firsts_read = event(), event()
@@ -56,11 +63,12 @@ class FirstRound:
             return []
         if id(call) in self._others:
             return [self.leaders_read]
-        with self._lock:
-            if self._key_of(call) in self._keys:  # a leader's later request: after every first request
+        with self._lock:  # a later request: after those of the other kind under way (a leader's: after every first too)
+            if self._key_of(call) in self._keys:
                 self._later[id(call)] = self._event()
-                return [self.firsts_read]
-            return list(self._later.values())  # another later request: after the leaders' later ones under way
+                return [self.firsts_read, *self._other_later.values()]
+            self._other_later[id(call)] = self._event()
+            return list(self._later.values())
 
     def answered(self, call: Call) -> None:
         """``call`` has its reply (or its error): the requests waiting for it may go."""
@@ -68,7 +76,7 @@ class FirstRound:
             self._leaders.discard(id(call))
             self._firsts.discard(id(call))
             leaders, firsts = not self._leaders, not self._firsts
-            later = self._later.pop(id(call), None)
+            later = self._later.pop(id(call), None) or self._other_later.pop(id(call), None)
         for done, event in ((leaders, self.leaders_read), (firsts, self.firsts_read), (later, later)):
             if done:
                 event.set()
