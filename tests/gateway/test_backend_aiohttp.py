@@ -146,6 +146,15 @@ def test_without_the_sdks_aiohttp_extra_the_backend_keeps_httpx(monkeypatch):
     assert isinstance(gateway_config.backend_http(), openai.DefaultAsyncHttpxClient)
 
 
+def test_a_backend_url_with_credentials_keeps_httpx():
+    """``http://user:password@host/v1``: httpx sends the URL's credentials as Basic auth; aiohttp refuses them beside
+    the Authorization header httpx2 builds from them (nothing sent), so such a backend keeps httpx
+    (tests/hostile/test_engine_secrets.py posts through one)."""
+    target = Backend.of(Served("http://alice:pw@127.0.0.1:9/v1", MODEL).sdk_client()).http
+    assert isinstance(target.http, openai.DefaultAsyncHttpxClient)
+    assert not isinstance(target.http, openai.DefaultAioHttpClient)
+
+
 def _unclosed(caught: list[warnings.WarningMessage]) -> list[str]:
     return [str(w.message) for w in caught if "Unclosed" in str(w.message)]
 

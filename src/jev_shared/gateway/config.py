@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
+from urllib.parse import urlsplit
 
 from .. import openai_client
 from ..files import read_text
@@ -39,24 +40,30 @@ class Backend:
         """An ``openai.AsyncOpenAI`` toward this backend (no SDK retries: the engine retries) over an HTTP client
         of its own (:func:`backend_http`), which the engine posts with directly, past the SDK's request machinery
         (``openai_client``)."""
+        http = backend_http(self.base_url)
         if self.server is not None:
-            return self.server.async_client(max_retries=0, http_client=backend_http())
-        return openai_client(self.base_url, self.api_key, asynchronous=True, max_retries=0, http_client=backend_http())
+            return self.server.async_client(max_retries=0, http_client=http)
+        return openai_client(self.base_url, self.api_key, asynchronous=True, max_retries=0, http_client=http)
 
 
-def backend_http() -> Any:
+def backend_http(base_url: str = "") -> Any:
     """The HTTP client a backend is posted with: the SDK's aiohttp one (``openai.DefaultAioHttpClient``, the
     ``aiohttp`` extra of the SDK), about half the CPU per post of its default httpx one (bench/post_instructions.py).
     An aiohttp session belongs for good to the event loop it was opened on (on another loop every post fails;
     httpx's pool fails one and recovers): a gateway worker has one loop for its life, so the gateway may; the
     engine's own async clients keep the SDK's default, since a user may drive one from more than one loop.
-    Where the SDK's aiohttp transport is missing (openai 2.x without ``httpx-aiohttp``), its httpx default."""
+    The SDK's httpx default where its aiohttp transport is missing (openai 2.x without ``httpx-aiohttp``), and for
+    a ``base_url`` with credentials in it (``user:password@``): httpx sends them as Basic auth, aiohttp refuses a
+    URL's credentials beside the Authorization header httpx builds from them, and nothing would be sent."""
     import openai
 
-    try:
-        return openai.DefaultAioHttpClient()
-    except RuntimeError:  # the SDK's stand-in says the extra is not installed
-        return openai.DefaultAsyncHttpxClient()
+    parts = urlsplit(base_url)
+    if parts.username is None and parts.password is None:
+        try:
+            return openai.DefaultAioHttpClient()
+        except RuntimeError:  # the SDK's stand-in says the extra is not installed
+            pass
+    return openai.DefaultAsyncHttpxClient()
 
 
 @dataclass
