@@ -29,7 +29,7 @@ from tests.helpers.wire import Request
 SPAM = {"spam": {"type": "noul", "instructions": "This is spam."}}
 BODY = {"model": MODEL, "state": "want=yes truth=yes", "questions": SPAM}
 #: the HTTP client each run posts to the backend with: the gateway's own (aiohttp), and the SDK's httpx default
-TRANSPORTS = {"aiohttp": gateway_config.backend_http, "httpx": openai.DefaultAsyncHttpxClient}
+TRANSPORTS = {"aiohttp": gateway_config.backend_http, "httpx": lambda base_url="": openai.DefaultAsyncHttpxClient()}
 
 
 class Flaky(FaultStub):
