@@ -125,20 +125,26 @@ def shipped_before(records: list[Record]) -> Calibrator:
 KINDS = ("choice", "noul", "score")
 
 
-def own_kinds(base: Fit, own: dict[str, Fit], min_records: int = 30) -> Fit:
+def own_kinds(base: Fit, own: dict[str, Fit], min_records: int = 30, apart: tuple[str, ...] = ()) -> Fit:
     """``base`` fitted on every answer, and for each kind in ``own`` that kind's map fitted on its own answers
     (with and without examples), under both of its keys (``*noul``, ``*noul+examples``: the keys the engine's
     ``Calibrator.key_for`` looks up, with a temperature of 1 so that it finds them). Why: a yes/no's spread
-    means another thing than a choice's; one map for every kind made the 1.5B's bold, right nouls timid."""
+    means another thing than a choice's; one map for every kind made the 1.5B's bold, right nouls timid.
+    A kind in ``apart`` gets two maps, its zero-shot answers' and its answers with examples' (each where it has
+    ``min_records``; else the kind's pooled one); a choice named there keeps ``base`` zero-shot."""
     def fit(records: list[Record]) -> Calibrator:
         cal = base(records)
-        for kind, kind_fit in own.items():
+        for kind in {*own, *apart}:
             rs = [r for r in records if r.question_id.split("+")[0] == f"*{kind}"]
             if len(rs) < min_records:
                 continue
-            kmap = kind_fit(rs).maps[GLOBAL]
-            for k in (f"*{kind}", f"*{kind}+examples"):
-                cal.temperatures[k], cal.maps[k] = 1.0, kmap
+            kind_fit = own.get(kind) or CANDIDATES["T(entropy)"]
+            pooled = kind_fit(rs).maps[GLOBAL] if kind in own else None
+            for k in (f"*{kind}", f"*{kind}+examples") if kind in own else (f"*{kind}+examples",):
+                part = [r for r in rs if r.question_id == k]
+                kmap = kind_fit(part).maps[GLOBAL] if kind in apart and len(part) >= min_records else pooled
+                if kmap is not None:
+                    cal.temperatures[k], cal.maps[k] = 1.0, kmap
         cal.thresholds = {GLOBAL: cal.evaluate(records).overall.threshold}  # the gate for 95%, every kind
         return cal
     return fit
@@ -150,6 +156,14 @@ FITS: dict[str, Fit] = {"shipped before": shipped_before, "as answered": none_fi
                         "T pooled": pooled_t, "T + top pooled": pooled_top, **CANDIDATES}
 FITS[OWN_KINDS] = own_kinds(CANDIDATES["T(entropy)"], {"noul": CANDIDATES["T(entropy)"], "score": CANDIDATES["T(entropy)"]})
 FITS["T(entropy), every kind's own"] = own_kinds(CANDIDATES["T(entropy)"], {k: CANDIDATES["T(entropy)"] for k in KINDS})
+#: Issue 32, H3 session 14: the nouls' and scores' maps, each apart with and without examples (and choices
+#: with examples their own), tried with the one-example runs of 60-190 items a set.
+OWN_APART = "T(entropy), nouls' and scores' own, examples apart"
+FITS[OWN_APART] = own_kinds(CANDIDATES["T(entropy)"], {"noul": CANDIDATES["T(entropy)"], "score": CANDIDATES["T(entropy)"]},
+                            apart=("noul", "score"))
+FITS[OWN_APART + ", choices too"] = own_kinds(CANDIDATES["T(entropy)"], {"noul": CANDIDATES["T(entropy)"],
+                                                                         "score": CANDIDATES["T(entropy)"]},
+                                               apart=("noul", "score", "choice"))
 
 
 def held_out_sets() -> frozenset[str]:

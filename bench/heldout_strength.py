@@ -5,8 +5,9 @@ prior divided out is the examples' own lean): each set's right answers with the 
 strength (0: off; 0.25; 0.5: its square root; 1: whole), the strength chosen on the *other* sets of its kind
 (most right answers pooled; a tie keeps the shipped strength, then the larger), and that set judged by it beside
 the shipped strength (``models.DEBIAS_STRENGTH``). The noise of a set's difference is the paired one: the items
-the two strengths answer differently, right under one and wrong under the other (b and c); a difference
-inside 2·sqrt(b + c) is one a coin would make (McNemar's test at about 95%).
+the two strengths answer differently, right under one and wrong under the other (b and c): the exact
+two-sided sign test (McNemar's) of c against b says how often a coin would split them at least as unevenly;
+a set is "lower beyond noise" where the chosen strength loses with p < 0.05.
 
     python bench/heldout_strength.py --model qwen2.5-coder-1.5b --shots 1 bench/heldout_runs/qwen15-*.json.gz …
 
@@ -41,9 +42,11 @@ def right_at(d: Decision, strength: float) -> bool:
     return max(rec.probabilities, key=rec.probabilities.__getitem__) == d.label
 
 
-def choose(right: dict[float, dict[str, int]], sets: Sequence[str], shipped: float) -> float:
-    """The strength with the most right answers pooled over ``sets``; a tie: the shipped one, then the larger."""
-    return max(right, key=lambda s: (sum(right[s][n] for n in sets), s == shipped, s))
+def choose(right: dict[float, dict[str, int]], sets: Sequence[str], shipped: float,
+           candidates: Sequence[float] = STRENGTHS) -> float:
+    """The strength among ``candidates`` with the most right answers pooled over ``sets``; a tie: the shipped
+    one, then the larger."""
+    return max(candidates, key=lambda s: (sum(right[s][n] for n in sets), s == shipped, s))
 
 
 def paired(ds: Sequence[Decision], a: float, b: float) -> tuple[int, int]:
@@ -52,7 +55,14 @@ def paired(ds: Sequence[Decision], a: float, b: float) -> tuple[int, int]:
     return sum(x and not y for x, y in zip(ra, rb)), sum(y and not x for x, y in zip(ra, rb))
 
 
-def kind_table(decisions: Sequence[Decision], kind: str, model: str, shots: int) -> list[str]:
+def sign_p(b: int, c: int) -> float:
+    """Two-sided exact sign test: P(a split at least this uneven) of b + c fair coin flips."""
+    n, k = b + c, min(b, c)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n) if n else 1.0
+
+
+def kind_table(decisions: Sequence[Decision], kind: str, model: str, shots: int,
+               candidates: Sequence[float] = STRENGTHS) -> list[str]:
     ds = [d for d in decisions if d.kind == kind and d.shots == shots and d.prior]
     sets = sorted({d.set for d in ds})
     if not sets:
@@ -65,25 +75,25 @@ def kind_table(decisions: Sequence[Decision], kind: str, model: str, shots: int)
     held = {"shipped": 0, "chosen": 0}
     for n in sets:
         others = [m for m in sets if m != n and m not in never] or [n]
-        pick = choose(right, others, shipped)
+        pick = choose(right, others, shipped, candidates)
         lose, gain = paired(by_set[n], shipped, pick)
-        diff, noise = gain - lose, 2 * math.sqrt(gain + lose)
+        diff, p = gain - lose, sign_p(lose, gain)
         held["shipped"] += right[shipped][n]
         held["chosen"] += right[pick][n]
         cells = " / ".join(str(right[s][n]) for s in STRENGTHS)
-        flag = "lower, beyond noise" if diff < -noise else ("lower, within noise" if diff < 0 else "")
+        flag = ("lower, beyond noise" if p < 0.05 else "lower, within noise") if diff < 0 else ""
         lines.append(f"| {kind} | {n} | {len(by_set[n])} | {cells} | {pick:g} (on {'+'.join(others)}) | "
-                     f"{right[shipped][n]} → {right[pick][n]} ({diff:+d}; noise ±{noise:.1f}) {flag} |")
+                     f"{right[shipped][n]} → {right[pick][n]} ({diff:+d}: {gain} gained, {lose} lost, p {p:.2f}) {flag} |")
     pooled = " / ".join(str(sum(right[s].values())) for s in STRENGTHS)
     lines.append(f"| {kind} | **all** | {len(ds)} | {pooled} | shipped {shipped:g} | "
                  f"held out: {held['shipped']} → {held['chosen']} |")
     return lines
 
 
-def table(decisions: Sequence[Decision], model: str, shots: int) -> str:
+def table(decisions: Sequence[Decision], model: str, shots: int, candidates: Sequence[float] = STRENGTHS) -> str:
     head = ["| kind | set | n | right at strength " + " / ".join(f"{s:g}" for s in STRENGTHS)
-            + " | chosen on the others | right: shipped → chosen (paired noise) |", "|---|---|---|---|---|---|"]
-    return "\n".join(head + [line for kind in hf.KINDS for line in kind_table(decisions, kind, model, shots)])
+            + " | chosen on the others | right: shipped → chosen (paired sign test) |", "|---|---|---|---|---|---|"]
+    return "\n".join(head + [line for kind in hf.KINDS for line in kind_table(decisions, kind, model, shots, candidates)])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -91,12 +101,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("raw", type=Path, nargs="+")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--shots", type=int, default=1)
+    ap.add_argument("--candidates", default="", help="the strengths chosen among (default: all of STRENGTHS), e.g. "
+                    "0.25,0.5,1: with examples, 0 drops the examples' labelled answers")
     args = ap.parse_args(argv)
     hf.MODEL = args.model
     found, _, paths = load_runs(args.raw, args.model)
     decisions = [d for d in found if d.answered]
     print(f"{args.model}, {hf.SETTINGS[args.shots]}: from {', '.join(p.name for p in paths)}")
-    print(table(decisions, args.model, args.shots))
+    candidates = tuple(float(x) for x in args.candidates.split(",")) if args.candidates else STRENGTHS
+    print(table(decisions, args.model, args.shots, candidates))
     return 0
 
 

@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from jev_shared import Choice, Example, Noul, SystemOneClient
+from jev_shared import Choice, Example, Noul, Score, SystemOneClient
 from jev_shared.calibration import Calibrator, Record, examples_calibrator, shipped
 from jev_shared.calibration.fit import fit_temperature, fit_temperature_toward
 from tests.helpers.replies import chat_tokens
@@ -103,3 +103,40 @@ def test_debias_auto_is_set_per_kind_of_question() -> None:
     p_yes = math.exp(-0.3) / (math.exp(-0.3) + math.exp(-1.4))  # every state reads the same window here
     assert resp.debug["priors"]["spam"]["yes"] == pytest.approx(p_yes)
     assert resp.answers["spam"].noul == pytest.approx(0.5)  # the state reads as the empty ones: no lean left
+
+
+LARGE = "qwen2.5-coder-1.5b"
+URGENCY = Score(instructions="How urgent?", criteria=["low", "medium", "high"])  # three levels: asked by name
+#: Each example's state read with the others as its examples: the low and high ones misread toward "medium".
+LEVEL_WINDOWS = {"EX-L": [("medium", -0.2), ("low", -1.8), ("high", -3.0)],
+                 "EX-M": [("medium", -0.1), ("low", -2.5), ("high", -3.2)],
+                 "EX-H": [("medium", -0.4), ("high", -1.2), ("low", -3.5)]}
+LEVELS = [Example(state="EX-L can wait", answer="0"), Example(state="EX-M this week", answer="1"),
+          Example(state="EX-H down now", answer="2")]
+
+
+def _level_reply(request: httpx.Request) -> httpx.Response:
+    body = json.loads(request.content)
+    last = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+    window = next((w for tag, w in LEVEL_WINDOWS.items() if tag in last), [("high", -0.3), ("medium", -1.5), ("low", -3.0)])
+    return httpx.Response(200, json=chat_tokens(window, usage=(10, 1)))
+
+
+def large_client(**kw: object) -> SystemOneClient:
+    sdk = openai.OpenAI(base_url="http://gpu.internal:8000/v1", api_key="k",
+                        http_client=httpx.Client(transport=httpx.MockTransport(_level_reply)))
+    return SystemOneClient(sdk, model=LARGE, api="chat_completions", calibrator=None, **kw)  # type: ignore[arg-type]
+
+
+def test_the_large_models_scores_with_examples_divide_by_a_quarter_of_their_lean() -> None:
+    """Issue 32 (H3, session 14): on the 1.5B a score whose examples show every level divides by the examples'
+    own lean raised to 0.25 (chosen leave-one-dataset-out on finphrasebank, sick and sst5; half before)."""
+    from jev_shared.models import debias_strength
+
+    assert debias_strength(LARGE, "score", True) == 0.25
+    assert debias_strength(LARGE, "choice", True) == debias_strength(LARGE, "noul", True) == 0.5  # unchanged
+    whole = large_client(debias=True).system_one("ticket", {"u": URGENCY}, examples=LEVELS).debug["priors"]["u"]
+    auto = large_client().system_one("ticket", {"u": URGENCY}, examples=LEVELS).debug["priors"]["u"]
+    assert list(auto) == list(whole) and len(whole) == 3
+    assert list(auto.values()) == pytest.approx([max(p, 1e-3) ** 0.25 for p in whole.values()])
+    assert list(auto.values()) != pytest.approx([max(p, 1e-3) ** 0.5 for p in whole.values()])

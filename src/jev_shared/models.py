@@ -24,9 +24,13 @@ DEBIAS_STRENGTH: dict[str, dict[tuple[str, bool], float]] = {
     # 76.5% off and 79.1% whole, of 540) and all of it for choices (61.6% against 59.9% half and 54.0% off, of
     # 920) and scores (43.1% against 37.9% and 36.9%); with examples half for every kind (choices 66.7% against
     # 65.0% whole; nouls 80.0% against 82.1% off, but off would drop the examples' labelled answers, which
-    # calibrate the question itself)
+    # calibrate the question itself). Scores with examples a quarter since issue 32's H3 (session 14): chosen
+    # leave-one-dataset-out on finphrasebank, sick, sst5 (270 answers: 146 right held out, 142 with none a candidate,
+    # against half's 141; no set lower beyond noise; bench/heldout_strength.py). Nouls with examples stay at half:
+    # the strength chosen on the other five noul sets loses held out (sst2 wants none, clickbait all of it: 321
+    # against 352 of 470)
     "qwen2.5-coder-1.5b": {("choice", False): 1.0, ("choice", True): 0.5, ("score", False): 1.0,
-                           ("score", True): 0.5, ("noul", False): 0.5, ("noul", True): 0.5},
+                           ("score", True): 0.25, ("noul", False): 0.5, ("noul", True): 0.5},
 }
 #: Models on which debias="auto" was measured to win for some kind of question (docs/decisions.md).
 DEBIAS_MEASURED = frozenset(DEBIAS_STRENGTH)
