@@ -107,8 +107,8 @@ def async_cpu_ms(backend: str, questions: dict[str, Any], n: int, warmup: int = 
     from jev_shared.direct import sdk_client
 
     async def run() -> float:
-        sdk, target = sdk_client(openai.AsyncOpenAI, http or openai.DefaultAsyncHttpxClient, backend, "k",
-                                 max_retries=0)
+        made = http or openai.DefaultAsyncHttpxClient
+        sdk, target = sdk_client(openai.AsyncOpenAI, made, backend, "k", max_retries=0)
         if direct:
             attach(sdk, Described(http=target))
         engine = AsyncSystemOneClient(sdk, model="stub", api="chat_completions", memory=Memory())
@@ -244,14 +244,12 @@ LAYERS = ("sync_post", "async_post", "respond", "fastapi_kept", "app_kept", "app
 
 
 def _backend_http() -> Any:
-    """The HTTP client the gateway posts to its backends with (the SDK's aiohttp one since issue 33; a checkout
-    from before it, ``--compare``'s or a frozen one on ``PYTHONPATH``, has no ``backend_http``: httpx's)."""
+    """The HTTP client the gateway posts to its backends with (a tree from before ``backend_http``: httpx's)."""
     import openai
 
     from jev_shared.gateway import config
 
-    made = getattr(config, "backend_http", None)
-    return made() if made is not None else openai.DefaultAsyncHttpxClient()
+    return getattr(config, "backend_http", openai.DefaultAsyncHttpxClient)()
 
 
 def _split_calls(backend: str) -> dict[str, Any]:
