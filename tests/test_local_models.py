@@ -113,11 +113,12 @@ def test_each_embedded_model_has_its_own_calibration_and_debias():
     timid = large._temper({"true": 0.55, "false": 0.45}, "*noul", Context(kind="noul"))["true"]  # noqa: SLF001
     assert timid == pytest.approx(0.5964, abs=1e-3)
     assert large._temper({"a": 0.6, "b": 0.3, "c": 0.1}, "*score", Context(kind="score"))["a"] == pytest.approx(  # noqa: SLF001
-        0.6879, abs=1e-3)
+        0.6281, abs=1e-3)  # refitted with the 3-level scores by their names (issue 32, H3 session 14)
     assert large.threshold("*noul") == large.threshold(GLOBAL) == 0.95  # the gate for 95% right, every kind
     # held out on 18 public sets: zero-shot, half the prior for nouls and all of it for choices and scores;
-    # with examples, half for every kind
-    assert all(debias_strength(QWEN25_CODER_15B.name, k, True) == 0.5 for k in ("choice", "noul", "score"))
+    # with examples, half for choices and nouls, a quarter for scores (issue 32, H3 session 14)
+    assert all(debias_strength(QWEN25_CODER_15B.name, k, True) == 0.5 for k in ("choice", "noul"))
+    assert debias_strength(QWEN25_CODER_15B.name, "score", True) == 0.25
     assert debias_strength(QWEN25_CODER_15B.name, "noul", False) == 0.5
     assert debias_strength(QWEN25_CODER_15B.name, "choice", False) == debias_strength(QWEN25_CODER_15B.name, "score", False) == 1.0
     assert debias_strength(QWEN25_CODER_05B.name, "noul", True) == 1.0  # the 0.5B's own, unchanged
