@@ -27,27 +27,74 @@ import heldout_fit as hf  # noqa: E402
 from heldout import Decision  # noqa: E402
 from heldout_load import load_runs  # noqa: E402
 
-from jev_shared.calibration import Calibrator, Record, metrics, shipped  # noqa: E402
+from jev_shared.calibration import GLOBAL, Calibrator, Record, examples_calibrator, metrics, shipped  # noqa: E402
+from jev_shared.models import debias_strength  # noqa: E402
+from jev_shared.priors import powered  # noqa: E402
+from jev_shared.readout import divide_prior  # noqa: E402
 
 Key = tuple[str, int]
 
 
-def judged(judge: Sequence[Decision], train: Sequence[Decision], form: str,
-           keep: tuple[Sequence[Decision], Sequence[str]] | None = None) -> dict[Key, list[Record]]:
-    """Each set of ``judge`` calibrated by ``form`` fitted on ``train``'s other sets (never a held-out set).
-    ``keep`` = (old runs, kinds): only those kinds' maps from this fit, every other map the old runs' fit's."""
+def fold_fits(judge: Sequence[Decision], train: Sequence[Decision], form: str,
+              keep: tuple[Sequence[Decision], Sequence[str]] | None = None) -> dict[str, Calibrator]:
+    """Per set of ``judge``: ``form`` fitted on ``train``'s other sets (never a held-out set). ``keep`` = (old
+    runs, kinds): only those kinds' maps from this fit, every other map the old runs' fit's."""
     never = hf.held_out_sets()
     fit = hf.FITS[form]
-    out: dict[Key, list[Record]] = {}
+    out = {}
     for s in sorted({d.set for d in judge}):
         cal = fit([hf.record(d) for d in train if d.set != s and d.set not in never and d.answered])
         if keep is not None:
             cal = merged(fit([hf.record(d) for d in keep[0] if d.set != s and d.set not in never and d.answered]),
                          cal, keep[1])
-        for d in judge:
-            if d.set == s and d.answered:
-                out.setdefault((s, d.shots), []).extend(cal.calibrate([hf.record(d)]))
+        out[s] = cal
     return out
+
+
+def judged(judge: Sequence[Decision], train: Sequence[Decision], form: str,
+           keep: tuple[Sequence[Decision], Sequence[str]] | None = None) -> dict[Key, list[Record]]:
+    """Each set of ``judge`` calibrated by its fold's fit (:func:`fold_fits`)."""
+    return calibrated(judge, fold_fits(judge, train, form, keep))
+
+
+def calibrated(judge: Sequence[Decision], cals: dict[str, Calibrator]) -> dict[Key, list[Record]]:
+    out: dict[Key, list[Record]] = {}
+    for d in judge:
+        if d.answered:
+            out.setdefault((d.set, d.shots), []).extend(cals[d.set].calibrate([hf.record(d)]))
+    return out
+
+
+def own_refined(judge: Sequence[Decision], heldout_rows: dict, cals: dict[str, Calibrator]) -> dict[Key, list[Record]]:
+    """As ``heldout_fit.own_examples``: each example setting then calibrated by the question's own examples."""
+    out = {}
+    for tag, rows in heldout_rows.items():
+        name, shots = tag.split("/")
+        items = [d for d in judge if d.set == name and d.shots == int(shots) and d.answered]
+        power = debias_strength(hf.MODEL, items[0].kind, True) if items else 0.0
+        if not items or not rows.get("rows") or not items[0].prior or power <= 0.0:
+            continue
+        base, prior = cals[name], powered(items[0].prior, power)
+        first = hf.record(items[0])
+        own = examples_calibrator(base, first.question_id, list(items[0].answered),
+                                  [(divide_prior(r, prior), lab) for r, lab in zip(rows["rows"], rows["labels"])],
+                                  context=first.context)
+        out[(name, int(shots))] = own.calibrate([Record(r.probabilities, r.label, GLOBAL)
+                                                 for r in base.calibrate([hf.record(d) for d in items])])
+    return out
+
+
+def rows_table(judge: Sequence[Decision], heldout_rows: dict, cals: dict[str, Calibrator]) -> str:
+    """The issue's rows per set under these fold fits, the question's own examples where it has them, beside the
+    ECE estimator's own noise (heldout_carry's columns)."""
+    now, own = calibrated(judge, cals), own_refined(judge, heldout_rows, cals)
+    lines = ["| set | setting | n | accuracy | ECE, right at p ≥ 0.7 (left out) | + own examples | calibrated model "
+             "reads (median, 90th pct) | issue's rows |", "|---|---|---|---|---|---|---|---|"]
+    for (s, shots), recs in sorted(now.items(), key=lambda k: (k[0][1], k[0][0])):
+        best = own.get((s, shots)) or recs
+        lines.append(f"| {s} | {hf.SETTINGS[shots]} | {len(recs)} | {metrics(recs).accuracy:.1%} | {hc.cell(recs)} | "
+                     f"{hc.cell(own.get((s, shots)))} | {hc.noise(best)} | {hc.verdict(best, shots)} |")
+    return "\n".join(lines)
 
 
 def merged(old: Calibrator, new: Calibrator, kinds: Sequence[str]) -> Calibrator:
@@ -121,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--form", default="", help="heldout_fit.FITS name (default: the model's shipped form)")
     ap.add_argument("--strengths", default="", help="as heldout_carry.py --strengths")
     ap.add_argument("--kinds", default="", help="also: only these kinds' maps refitted (e.g. score), the rest the old fit's")
+    ap.add_argument("--rows", action="store_true", help="the issue's rows per set under the refit (of --kinds only, "
+                    "if given), with the question's own examples and the ECE's noise; only")
     ap.add_argument("--write", action="store_true", help="write the shipped file: its maps of --kinds replaced by the "
                     "refit on every run given (a held-out set in no fit), every other map as shipped")
     args = ap.parse_args(argv)
@@ -128,9 +177,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.strengths:
         hc.set_strengths(args.model, args.strengths)
     old = [d for d in load_runs(args.old, args.model)[0] if d.answered]
-    new = [d for d in load_runs(args.raw, args.model)[0] if d.answered]
+    found, heldout_rows, _ = load_runs(args.raw, args.model)
+    new = [d for d in found if d.answered]
     print(f"{args.model}: old {len(old)} answers, new {len(new)}")
     kinds = tuple(k for k in args.kinds.split(",") if k)
+    if args.rows:
+        form = args.form or hf.shipped_fit(args.model)
+        print(rows_table(new, heldout_rows, fold_fits(new, new, form, (old, kinds) if kinds else None)))
+        return 0
     if args.write:
         print(f"wrote {write_kinds(new, args.model, args.form or hf.shipped_fit(args.model), kinds)}")
         return 0
