@@ -2,8 +2,8 @@
 
 ``python bench/asgi_floor.py PORT BACKEND MODE`` serves ``POST /v1/systemone`` with a fixed 300-byte JSON
 reply: MODE ``in`` answers at once (uvicorn, httptools and the event loop: what receiving and answering a
-request costs), ``post`` first posts one Chat Completions body to ``BACKEND`` with the openai SDK's
-default async HTTP client and reads its JSON (what a gateway that does nothing else costs). ``GET`` answers
+request costs), ``post`` first posts one Chat Completions body to ``BACKEND`` with the HTTP client the
+gateway posts to its backends with and reads its JSON (what a gateway that does nothing else costs). ``GET`` answers
 200 (readiness). bench/gateway_cpu.py reads this process's CPU per request beside the gateway's.
 """
 
@@ -27,15 +27,20 @@ HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(R
 
 
 def floor_app(backend: str, post: bool) -> Any:
-    """The bare ASGI app; with ``post``, one backend post per request over one kept async client."""
+    """The bare ASGI app; with ``post``, one backend post per request over one kept async client: the one the
+    gateway posts to its backends with (``backend_http``; a tree from before it: the SDK's httpx one)."""
     import openai
+
+    from jev_shared.gateway import config
+
+    made = getattr(config, "backend_http", None) or openai.DefaultAsyncHttpxClient
 
     state: dict[str, Any] = {}
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
             while (await receive())["type"] != "lifespan.shutdown":
-                state["http"] = openai.DefaultAsyncHttpxClient()
+                state["http"] = made()
                 await send({"type": "lifespan.startup.complete"})
             await state["http"].aclose()
             return await send({"type": "lifespan.shutdown.complete"})
