@@ -28,12 +28,15 @@ HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(R
 
 def floor_app(backend: str, post: bool) -> Any:
     """The bare ASGI app; with ``post``, one backend post per request over one kept async client: the one the
-    gateway posts to its backends with (``backend_http``; a tree from before it: the SDK's httpx one)."""
+    gateway posts to its backends with (``config.backend_posts``: aiohttp; a tree from before it: the SDK's httpx
+    one)."""
     import openai
 
     from jev_shared.gateway import config
 
-    made = getattr(config, "backend_http", None) or openai.DefaultAsyncHttpxClient
+    def made() -> Any:
+        http = openai.DefaultAsyncHttpxClient()
+        return (config.backend_posts("", http) if hasattr(config, "backend_posts") else None) or http
 
     state: dict[str, Any] = {}
 

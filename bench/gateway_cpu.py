@@ -96,10 +96,10 @@ def gateway_cpu_ms(gw: Served, http: httpx.Client, body: bytes, n: int, warmup: 
 
 
 def async_cpu_ms(backend: str, questions: dict[str, Any], n: int, warmup: int = 50, direct: bool = False,
-                 http: Any = None) -> float:
+                 posts: Any = None) -> float:
     """The async engine over ``openai.AsyncOpenAI``, this process's CPU per call; ``direct``: over the client
-    ``LocalServer.async_client()`` builds (its own HTTP client, posted with directly: direct.py), ``http`` that
-    HTTP client's maker (the SDK's httpx one unless given: the gateway's is :func:`_backend_http`)."""
+    ``LocalServer.async_client()`` builds (its own HTTP client, posted with directly: direct.py), ``posts`` the
+    maker of what the engine posts with instead (the gateway's: :func:`_gateway_posts`)."""
     import openai
 
     from jev_shared.backend import Backend as Described
@@ -107,8 +107,9 @@ def async_cpu_ms(backend: str, questions: dict[str, Any], n: int, warmup: int = 
     from jev_shared.direct import sdk_client
 
     async def run() -> float:
-        made = http or openai.DefaultAsyncHttpxClient
-        sdk, target = sdk_client(openai.AsyncOpenAI, made, backend, "k", max_retries=0)
+        extra = {"posts": posts()} if posts is not None else {}
+        sdk, target = sdk_client(openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient, backend, "k", max_retries=0,
+                                 **extra)
         if direct:
             attach(sdk, Described(http=target))
         engine = AsyncSystemOneClient(sdk, model="stub", api="chat_completions", memory=Memory())
@@ -118,7 +119,9 @@ def async_cpu_ms(backend: str, questions: dict[str, Any], n: int, warmup: int = 
         for _ in range(n):
             await engine.system_one(STATE, questions)
         spent = (time.process_time() - start) / n * 1000.0
-        await sdk.close()  # and its HTTP client (an aiohttp session warns when collected open)
+        await sdk.close()  # and its HTTP client
+        if target is not None and target.http is not sdk._client:  # noqa: SLF001 - an aiohttp session warns if open
+            await target.http.aclose()
         return spent
 
     return asyncio.run(run())
@@ -135,7 +138,7 @@ def engine_figures(backend: str, n: int) -> dict[str, float]:
         out[f"engine_sync_{name}_ms"] = cpu_per_call(lambda qs=qs: sync.system_one(STATE, qs), n)
         out[f"engine_async_{name}_ms"] = async_cpu_ms(backend, qs, n)
         out[f"engine_async_direct_{name}_ms"] = async_cpu_ms(backend, qs, n, direct=True)
-        out[f"engine_async_gateway_{name}_ms"] = async_cpu_ms(backend, qs, n, direct=True, http=_backend_http)
+        out[f"engine_async_gateway_{name}_ms"] = async_cpu_ms(backend, qs, n, direct=True, posts=_gateway_posts)
     return out
 
 
@@ -243,13 +246,17 @@ def profile_async_engine(n: int, out: Path) -> None:
 LAYERS = ("sync_post", "async_post", "respond", "fastapi_kept", "app_kept", "app")
 
 
-def _backend_http() -> Any:
-    """The HTTP client the gateway posts to its backends with (a tree from before ``backend_http``: httpx's)."""
+def _gateway_posts() -> Any:
+    """What the gateway posts its backends' requests with: ``config.backend_posts`` (aiohttp); a tree from before it,
+    its ``backend_http`` client, or before that the SDK's httpx one."""
     import openai
 
     from jev_shared.gateway import config
 
-    return getattr(config, "backend_http", openai.DefaultAsyncHttpxClient)()
+    http = openai.DefaultAsyncHttpxClient()
+    if hasattr(config, "backend_posts"):
+        return config.backend_posts("", http) or http
+    return getattr(config, "backend_http", lambda: http)()
 
 
 def _split_calls(backend: str) -> dict[str, Any]:
@@ -272,7 +279,7 @@ def _split_calls(backend: str) -> dict[str, Any]:
     gw.pool.warm()
     body = body_for(SETS["1q"])
     req = SystemOneRequest.model_validate_json(body)
-    plain, http = httpx.Client(), _backend_http()
+    plain, http = httpx.Client(), _gateway_posts()
     chat = {"model": "stub", "messages": [{"role": "user", "content": STATE}], "max_tokens": 1, "logprobs": True,
             "top_logprobs": 20, "temperature": 0}
     raw = json.dumps(chat).encode()

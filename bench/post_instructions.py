@@ -52,6 +52,24 @@ def _async(make: Callable[[], Any], loop: str = "uvloop", direct: bool = False) 
     return build
 
 
+def _aiohttp_session(url: str) -> Any:
+    """A plain ``aiohttp.ClientSession`` post (no httpx2 request or response around it): what the SDK's aiohttp
+    client costs beneath its httpx2 layer."""
+    import aiohttp
+
+    held: dict[str, Any] = {}
+
+    async def call() -> None:
+        session = held.get("s") or held.setdefault("s", aiohttp.ClientSession())
+        async with session.post(url, data=BODY, headers=HEADERS) as response:
+            json.loads(await response.read())
+
+    async def close() -> None:
+        if "s" in held:
+            await held["s"].close()
+    return "uvloop", call, close
+
+
 def variants() -> dict[str, Callable[[str], Any]]:
     import httpx
     import httpx2
@@ -74,6 +92,7 @@ def variants() -> dict[str, Callable[[str], Any]]:
         "async DefaultAioHttpClient as direct.apost posts": _async(openai.DefaultAioHttpClient, direct=True),
         "async DefaultAioHttpClient as direct.apost posts, asyncio loop": _async(openai.DefaultAioHttpClient,
                                                                                  "asyncio", direct=True),
+        "async aiohttp.ClientSession, uvloop": _aiohttp_session,
     }
 
 

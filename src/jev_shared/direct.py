@@ -66,15 +66,17 @@ class HttpTarget:
         return base is not None and (base is self.sdk_url or str(base) == self.base_url)
 
 
-def sdk_client(sdk: Any, http_default: Any, base_url: str, api_key: str, **kwargs: Any) -> tuple[Any, HttpTarget | None]:
+def sdk_client(sdk: Any, http_default: Any, base_url: str, api_key: str, *, posts: Any = None,
+               **kwargs: Any) -> tuple[Any, HttpTarget | None]:
     """``sdk(base_url=…, api_key=…, **kwargs)`` over an HTTP client of its own (``kwargs["http_client"]``, else
-    ``http_default()``), and the target that posts as it would; no target when ``kwargs`` name other options."""
+    ``http_default()``), and the target that posts as it would (with ``posts`` where given: another HTTP client
+    with httpx's ``post``, e.g. the gateway's aiohttp one); no target when ``kwargs`` name other options."""
     if not DIRECT_OPTIONS.issuperset(kwargs):
         return sdk(base_url=base_url, api_key=api_key, **kwargs), None
     http = kwargs.pop("http_client", None) or http_default()
     client = sdk(base_url=base_url, api_key=api_key, http_client=http, **kwargs)
     headers = {"Accept": "application/json", "Content-Type": "application/json", "Authorization": f"Bearer {api_key}"}
-    return client, HttpTarget(http, str(client.base_url), headers, client.base_url)
+    return client, HttpTarget(posts or http, str(client.base_url), headers, client.base_url)
 
 
 class StatusFault(Exception):

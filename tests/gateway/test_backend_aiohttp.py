@@ -1,6 +1,6 @@
-"""The gateway posts to its backends over the SDK's aiohttp client (``openai.DefaultAioHttpClient``, issue 33):
-every way a backend can fail answers the gateway's caller as it did over httpx, the backend receives the same
-request, and the aiohttp session is closed at shutdown, with no "Unclosed client session" warning."""
+"""The gateway posts to its backends over one aiohttp session (``config.backend_posts``, issue 33): every way a
+backend can fail answers the gateway's caller as it did over httpx, the backend receives the same request, and the
+aiohttp session is closed at shutdown, with no "Unclosed client session" warning."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from jev_shared.backend import Backend
 from jev_shared.gateway import Backend as Served
 from jev_shared.gateway import config as gateway_config
 from jev_shared.gateway.app import create_app
+from jev_shared.gateway.backend_posts import AiohttpPosts
 from jev_shared.local import LocalServer, free_port
 from tests.gateway.conftest import KEY, MODEL, client, config_for
 from tests.gateway.crowd import assert_each_got_its_own, crowd, wait_healthy
@@ -28,8 +29,8 @@ from tests.helpers.wire import Request
 
 SPAM = {"spam": {"type": "noul", "instructions": "This is spam."}}
 BODY = {"model": MODEL, "state": "want=yes truth=yes", "questions": SPAM}
-#: the HTTP client each run posts to the backend with: the gateway's own (aiohttp), and the SDK's httpx default
-TRANSPORTS = {"aiohttp": gateway_config.backend_http, "httpx": lambda base_url="": openai.DefaultAsyncHttpxClient()}
+#: what each run posts to the backend with: the gateway's own (aiohttp), and (None) the SDK's httpx client
+TRANSPORTS = {"aiohttp": gateway_config.backend_posts, "httpx": lambda base_url, http: None}
 
 
 class Flaky(FaultStub):
@@ -64,7 +65,7 @@ async def _ask(stub: Flaky, transport: str, monkeypatch: pytest.MonkeyPatch, fau
                url: str | None = None, extra: dict[str, Any] | None = None) -> tuple[int, Any, list[Request]]:
     """One request through a gateway of its own whose backend clients post over ``transport``: the status, the
     body (an error's request id left out) and what the backend received."""
-    monkeypatch.setattr(gateway_config, "backend_http", TRANSPORTS[transport])
+    monkeypatch.setattr(gateway_config, "backend_posts", TRANSPORTS[transport])
     stub.reset()
     stub.fault = fault
     config = config_for(stub, cache=False)
@@ -75,7 +76,7 @@ async def _ask(stub: Flaky, transport: str, monkeypatch: pytest.MonkeyPatch, fau
         async with client(app) as http:
             resp = await http.post("/v1/systemone", json={**BODY, **(extra or {})})
             target = Backend.of(app.gateway.pool.get(MODEL).client).http
-            assert isinstance(target.http, openai.DefaultAioHttpClient) is (transport == "aiohttp")
+            assert isinstance(target.http, AiohttpPosts) is (transport == "aiohttp")
     finally:
         stub.release.set()
         stub.release.clear()
@@ -128,31 +129,30 @@ async def test_the_backend_receives_the_same_request_over_either(flaky, monkeypa
 
 
 def test_both_backend_kinds_post_over_aiohttp():
-    """A remote backend's client and the embedded server's (``LocalServer.async_client``) alike."""
+    """A remote backend's client and the embedded server's (``LocalServer.async_client``) alike; the SDK client
+    itself keeps its httpx client (for what the engine does not post directly)."""
     srv = LocalServer("smollm2-135m", prompt_cache=False)
     srv.base_url = "http://127.0.0.1:9/v1"
     for served in (Served("http://127.0.0.1:9/v1", MODEL), Served(srv.base_url, MODEL, server=srv)):
-        target = Backend.of(served.sdk_client()).http
-        assert isinstance(target.http, openai.DefaultAioHttpClient) and target.is_async
+        client, posts = served.sdk_client()
+        target = Backend.of(client).http
+        assert isinstance(target.http, AiohttpPosts) and target.http is posts and target.is_async
+        assert isinstance(client._client, openai.DefaultAsyncHttpxClient)  # noqa: SLF001
 
 
-def test_without_the_sdks_aiohttp_extra_the_backend_keeps_httpx(monkeypatch):
-    """openai 2.x without ``httpx-aiohttp`` (or an aiohttp the SDK's transport does not take): the SDK's stand-in
-    raises RuntimeError, and the gateway posts with the SDK's httpx client."""
-    def missing() -> None:
-        raise RuntimeError("To use the aiohttp client you must have installed the package with the `aiohttp` extra")
-
-    monkeypatch.setattr(openai, "DefaultAioHttpClient", missing)
-    assert isinstance(gateway_config.backend_http(), openai.DefaultAsyncHttpxClient)
+def test_without_aiohttp_the_backend_keeps_httpx(monkeypatch):
+    """aiohttp is the serve extra's: where it cannot be imported the gateway posts with the SDK's httpx client."""
+    monkeypatch.setitem(sys.modules, "jev_shared.gateway.backend_posts", None)
+    client, posts = Served("http://127.0.0.1:9/v1", MODEL).sdk_client()
+    assert posts is None and isinstance(Backend.of(client).http.http, openai.DefaultAsyncHttpxClient)
 
 
 def test_a_backend_url_with_credentials_keeps_httpx():
     """``http://user:password@host/v1``: httpx sends the URL's credentials as Basic auth; aiohttp refuses them beside
     the Authorization header httpx2 builds from them (nothing sent), so such a backend keeps httpx
     (tests/hostile/test_engine_secrets.py posts through one)."""
-    target = Backend.of(Served("http://alice:pw@127.0.0.1:9/v1", MODEL).sdk_client()).http
-    assert isinstance(target.http, openai.DefaultAsyncHttpxClient)
-    assert not isinstance(target.http, openai.DefaultAioHttpClient)
+    client, posts = Served("http://alice:pw@127.0.0.1:9/v1", MODEL).sdk_client()
+    assert posts is None and isinstance(Backend.of(client).http.http, openai.DefaultAsyncHttpxClient)
 
 
 def _unclosed(caught: list[warnings.WarningMessage]) -> list[str]:
@@ -164,8 +164,9 @@ async def test_an_unclosed_session_would_warn():
     """The check below can fail: an aiohttp client that posted and was not closed warns when collected."""
     with FaultStub() as backend, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        http = gateway_config.backend_http()
-        assert (await http.post(backend.base_url + "/chat/completions", json={})).status_code == 200
+        http = AiohttpPosts()
+        reply = await http.post(backend.base_url + "/chat/completions", content=b"{}", headers={})
+        assert reply.status_code == 200
         del http
         gc.collect()
     assert _unclosed(caught)

@@ -13,6 +13,8 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
+import openai
+
 from .. import openai_client
 from ..files import read_text
 from .sets import Calibration
@@ -36,34 +38,33 @@ class Backend:
     #: gateway answer as the library does.
     server: Any = field(default=None, compare=False, repr=False)
 
-    def sdk_client(self) -> Any:
-        """An ``openai.AsyncOpenAI`` toward this backend (no SDK retries: the engine retries) over an HTTP client
-        of its own (:func:`backend_http`), which the engine posts with directly, past the SDK's request machinery
-        (``openai_client``)."""
-        http = backend_http(self.base_url)
+    def sdk_client(self) -> tuple[Any, Any]:
+        """An ``openai.AsyncOpenAI`` toward this backend (no SDK retries: the engine retries) over the SDK's httpx
+        client, whose requests the engine posts directly (``openai_client``) over :func:`backend_posts` where it
+        can, past the SDK's request machinery and httpx's both; and that (None: httpx), for the caller to close."""
+        http = openai.DefaultAsyncHttpxClient()
+        posts = backend_posts(self.base_url, http)
         if self.server is not None:
-            return self.server.async_client(max_retries=0, http_client=http)
-        return openai_client(self.base_url, self.api_key, asynchronous=True, max_retries=0, http_client=http)
+            return self.server.async_client(max_retries=0, http_client=http, posts=posts), posts
+        return openai_client(self.base_url, self.api_key, asynchronous=True, max_retries=0, http_client=http,
+                             posts=posts), posts
 
-
-def backend_http(base_url: str = "") -> Any:
-    """The HTTP client a backend is posted with: the SDK's aiohttp one (``openai.DefaultAioHttpClient``, the
-    ``aiohttp`` extra of the SDK), about half the CPU per post of its default httpx one (bench/post_instructions.py).
-    An aiohttp session belongs for good to the event loop it was opened on (on another loop every post fails;
-    httpx's pool fails one and recovers): a gateway worker has one loop for its life, so the gateway may; the
-    engine's own async clients keep the SDK's default, since a user may drive one from more than one loop.
-    The SDK's httpx default where its aiohttp transport is missing (openai 2.x without ``httpx-aiohttp``), and for
-    a ``base_url`` with credentials in it (``user:password@``): httpx sends them as Basic auth, aiohttp refuses a
-    URL's credentials beside the Authorization header httpx builds from them, and nothing would be sent."""
-    import openai
-
+def backend_posts(base_url: str, http: Any) -> Any:
+    """What the engine posts a backend's requests with: one aiohttp session (``backend_posts.AiohttpPosts``, sending
+    ``http``'s own headers), about a fifth of the CPU per post of the SDK's httpx client (bench/post_instructions.py:
+    0.46 M instructions against 2.15 M). An aiohttp session belongs for good to the event loop it was opened on: a
+    gateway worker has one loop for its life, so the gateway may; the engine's own async clients keep httpx, since a
+    user may drive one from more than one loop. None (httpx then) without aiohttp, and for a ``base_url`` with
+    credentials in it (``user:password@``): httpx sends them as Basic auth, aiohttp refuses a URL's credentials
+    beside an Authorization header."""
     parts = urlsplit(base_url)
-    if parts.username is None and parts.password is None:
-        try:
-            return openai.DefaultAioHttpClient()
-        except RuntimeError:  # the SDK's stand-in says the extra is not installed
-            pass
-    return openai.DefaultAsyncHttpxClient()
+    if parts.username is not None or parts.password is not None:
+        return None
+    try:
+        from .backend_posts import AiohttpPosts
+    except ImportError:  # aiohttp is the serve extra's
+        return None
+    return AiohttpPosts(http.headers)
 
 
 @dataclass

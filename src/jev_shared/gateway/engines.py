@@ -38,6 +38,8 @@ class EnginePool:
                                       top_logprobs=config.top_logprobs, timeout_seconds=None)
         self.memory = Memory.user_cache() if config.cache else Memory()
         self._openai: dict[str, Any] = {}
+        #: what the engine posts each backend's requests with, where it is not the SDK's client (to close)
+        self._posts: list[Any] = []
         self._clients: OrderedDict[tuple[str, float | None], AsyncSystemOneClient] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -67,7 +69,10 @@ class EnginePool:
         """A new engine client; its openai client shares the backend's connection pool, and the memory."""
         base = self._openai.get(model)
         if base is None:
-            base = self._openai[model] = backend.sdk_client()
+            base, posts = backend.sdk_client()
+            self._openai[model] = base
+            if posts is not None:
+                self._posts.append(posts)
         # a copy keeps its Backend (backend.py) and its HTTP client; the direct post takes the copy's timeout
         http = base.with_options(timeout=timeout_s) if timeout_s else base
         cal = self.config.calibration  # --calibration's calibrator, else the engine's default (the shipped one)
@@ -93,6 +98,9 @@ class EnginePool:
                 for model in self.models}
 
     async def aclose(self) -> None:
-        """Close every model's openai client, and with it the HTTP client it was built over."""
+        """Close every model's openai client, and with it the HTTP client it was built over, and the one the engine
+        posts with where that is another (the gateway's aiohttp session: ``config.backend_posts``)."""
         for client in self._openai.values():
             await client.close()
+        for posts in self._posts:
+            await posts.aclose()
