@@ -207,3 +207,17 @@ def test_two_workers_each_close_their_sessions_on_shutdown(stub):
     assert_each_got_its_own(results, stub, 8 * 4)
     assert proc.returncode == 0 and err.count("Application shutdown complete.") == 2, err[-3000:]
     assert "Unclosed" not in err and "ResourceWarning" not in err, err[-3000:]
+
+
+@pytest.mark.anyio
+async def test_proxies_from_the_environment_apply_as_over_httpx(monkeypatch):
+    """httpx reads HTTP_PROXY and its kin; the aiohttp session does where any is set (and skips the per-request
+    read of the environment where none is)."""
+    for name in [n for n in os.environ if n.lower().endswith("_proxy")]:
+        monkeypatch.delenv(name)
+    for proxy, trusted in ((None, False), ("http://127.0.0.1:9", True)):
+        if proxy:
+            monkeypatch.setenv("HTTP_PROXY", proxy)
+        posts = AiohttpPosts()
+        assert posts._open().trust_env is trusted  # noqa: SLF001
+        await posts.aclose()

@@ -13,6 +13,7 @@ post directly. An aiohttp session belongs for good to the event loop it was open
 from __future__ import annotations
 
 import json
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -67,7 +68,10 @@ class AiohttpPosts:
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self._limit))
+            # proxies from the environment (HTTP_PROXY, NO_PROXY, …) as httpx reads them; read only where some are
+            # set (aiohttp reads the environment again on every request when asked to)
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self._limit),
+                                                  trust_env=bool(urllib.request.getproxies()))
         return self._session
 
     async def post(self, url: Any, *, content: bytes, headers: Mapping[str, str], params: Any = None,
