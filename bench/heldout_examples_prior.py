@@ -18,9 +18,11 @@ under candidate forms:
   ``[MASK]``), raised to s, where a ``--content-free`` file (``h4-cf-ex1-15.json``) holds it;
 - ``cf+ex m, s``: the examples prior shrunk toward that content-free prior instead of uniform.
 
-A family with a parameter (m, s) is judged leave-one-dataset-out: each set by the parameter with the most right
+A family with a parameter (m or s) is judged leave-one-dataset-out: each set by the parameter with the most right
 answers on the *other* five (a tie: the smaller change from today). Each set's difference from today is paired
 (items right under one only: b lost, c gained; the exact two-sided sign test); pooled the same over all items.
+The last line, ``any form above``, chooses among every form of every family per leave-out: picking the family
+after seeing every set is a choice too, and this line judges it held out.
 
     python bench/heldout_examples_prior.py bench/heldout_runs/qwen15-32a.json.gz bench/heldout_runs/qwen15-32c1.json.gz \
         bench/heldout_runs/h3-ex1-15.json.gz bench/heldout_runs/h3-ex1b-15.json.gz \
@@ -149,6 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         cf0 = {}
     print(f"{MODEL}, nouls with one example per option: {len(ds)} answers from {', '.join(p.name for p in paths)}")
     fams = families(cf, cf0)
+    # the honest judge of a pick among the families: every form a candidate, chosen per leave-out (today first)
+    fams["any form above"] = {f"{name} {lab}": f for name, forms in fams.items() for lab, f in forms.items()}
     print("\n".join(judge(by_set, fams)))
     if args.all:
         print()
