@@ -12,7 +12,6 @@ post directly. An aiohttp session belongs for good to the event loop it was open
 
 from __future__ import annotations
 
-import json
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,9 +38,6 @@ class Reply:
 
     async def aread(self) -> bytes:
         return self.content
-
-    def json(self) -> Any:
-        return json.loads(self.content)
 
 
 def _timeout(value: Any) -> aiohttp.ClientTimeout:

@@ -49,6 +49,7 @@ class Backend:
         return openai_client(self.base_url, self.api_key, asynchronous=True, max_retries=0, http_client=http,
                              posts=posts), posts
 
+
 def backend_posts(base_url: str, http: Any) -> Any:
     """What the engine posts a backend's requests with: one aiohttp session (``backend_posts.AiohttpPosts``, sending
     ``http``'s own headers), about a fifth of the CPU per post of the SDK's httpx client (bench/post_instructions.py:
