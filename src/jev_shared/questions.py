@@ -10,7 +10,7 @@ import json
 import math
 import string
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
@@ -122,9 +122,59 @@ def _coerce(qid: str, raw: Any) -> Choice | Score | Noul:
         raise InvalidQuestionError(err["msg"], question_id=qid, field=loc or None) from None
 
 
+#: Questions already prepared, by :func:`_prepared_key`: a question's text does not change between calls, and
+#: validating it again was a fifth of the engine's CPU per decision (issue 33); cleared when full.
+_PREPARED: dict[tuple[Any, ...], Prepared] = {}
+_PREPARED_SIZE = 1024
+
+
+def _prepared_key(qid: Any, raw: Any, method: str, labels: str) -> tuple[Any, ...] | None:
+    """An exact key of a question without examples: every field by exact type (``"1"`` and ``1``, a list and a
+    tuple, a ``str`` subclass and its text never share one), or None (not kept) where it holds anything else."""
+    if type(raw) is dict:
+        fields = raw
+    elif isinstance(raw, (Choice, Score, Noul)):
+        fields = raw.__dict__
+    else:
+        return None
+    key: list[Any] = [type(qid), qid, method, labels, type(raw)]
+    for name, value in fields.items():
+        if type(name) is not str:
+            return None
+        if value is None or type(value) is str:
+            key.append((name, value))
+        elif type(value) is dict:
+            items = tuple(value.items())
+            if not all(type(k) is str and (v is None or type(v) is str) for k, v in items):
+                return None
+            key.append((name, "dict", items))
+        elif type(value) is list and all(type(v) is str for v in value):
+            key.append((name, "list", tuple(value)))
+        else:
+            return None
+    return tuple(key)
+
+
 def prepare_question(qid: str, raw: Any, method: str, shared_examples: tuple[Example, ...] = (),
                      labels: str = "names") -> Prepared:
-    """Validate one question for ``method`` and allocate its labels (names read past 26 options; letters cannot)."""
+    """Validate one question for ``method`` and allocate its labels (names read past 26 options; letters cannot).
+    One without examples is prepared once (:data:`_PREPARED`), its question kept as a copy of its own."""
+    key = None if shared_examples else _prepared_key(qid, raw, method, labels)
+    if key is None:
+        return _prepare_question(qid, raw, method, shared_examples, labels)
+    prep = _PREPARED.get(key)
+    if prep is None:
+        prep = _prepare_question(qid, raw, method, shared_examples, labels)
+        if prep.question is raw:  # the caller's own model, whose dicts it may change: the kept one is apart
+            prep = replace(prep, question=raw.model_copy(deep=True))
+        if len(_PREPARED) >= _PREPARED_SIZE:
+            _PREPARED.clear()
+        _PREPARED[key] = prep
+    return prep
+
+
+def _prepare_question(qid: str, raw: Any, method: str, shared_examples: tuple[Example, ...],
+                      labels: str) -> Prepared:
     if not isinstance(qid, str) or not qid.strip():
         raise InvalidQuestionError("question ids must be non-empty strings", question_id=repr(qid))
     q = _coerce(qid, raw)

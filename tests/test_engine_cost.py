@@ -1,0 +1,100 @@
+"""The engine's per-call caches (issue 33, the CPU beyond the backend post): what is kept between calls never
+mixes two different questions, and a question changed in place is prepared anew, never served stale."""
+
+from __future__ import annotations
+
+import pytest
+
+from jev_shared import Choice, InvalidQuestionError, Score
+from jev_shared.questions import _PREPARED, prepare_question, prepare_questions
+
+TEAM = {"type": "choice", "instructions": "Which team?", "criteria": {"billing": "Invoices", "sales": "Plans"}}
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    _PREPARED.clear()
+    yield
+    _PREPARED.clear()
+
+
+def test_a_prepared_question_is_kept_and_served_again():
+    first = prepare_question("team", dict(TEAM), "auto")
+    assert prepare_question("team", dict(TEAM), "auto") is first
+    assert len(_PREPARED) == 1
+
+
+def test_two_questions_under_one_id_are_never_mixed():
+    a = prepare_question("q", TEAM, "auto")
+    b = prepare_question("q", {**TEAM, "criteria": {"billing": "Invoices", "technical": "Bugs"}}, "auto")
+    c = prepare_question("q", {**TEAM, "instructions": "Which other team?"}, "auto")
+    d = prepare_question("q", {**TEAM, "criteria": {"sales": "Plans", "billing": "Invoices"}}, "auto")  # order
+    assert a.keys == ("billing", "sales") and b.keys == ("billing", "technical")
+    assert c.question.instructions == "Which other team?" and a.question.instructions == "Which team?"
+    assert d.keys == ("sales", "billing")
+    assert prepare_question("other", TEAM, "auto").id == "other"  # the id is part of what is kept
+
+
+def test_a_dict_changed_in_place_is_prepared_anew():
+    raw = {"type": "choice", "instructions": "pick", "criteria": {"a": "first", "b": "second"}}
+    assert prepare_question("q", raw, "auto").descriptions == ("first", "second")
+    raw["criteria"]["c"] = "third"
+    assert prepare_question("q", raw, "auto").keys == ("a", "b", "c")
+    raw["criteria"]["a"] = "changed"
+    assert prepare_question("q", raw, "auto").descriptions == ("changed", "second", "third")
+    raw["instructions"] = "pick again"
+    assert prepare_question("q", raw, "auto").question.instructions == "pick again"
+
+
+def test_a_model_changed_in_place_is_prepared_anew_and_the_kept_one_is_apart():
+    q = Choice(instructions="pick", criteria={"a": "first", "b": "second"})
+    kept = prepare_question("q", q, "auto")
+    assert kept.question == q and kept.question is not q  # a copy of its own: the caller's dicts stay theirs
+    q.criteria["c"] = "third"  # frozen forbids setting a field, not changing its dict
+    assert prepare_question("q", q, "auto").keys == ("a", "b", "c")
+    assert kept.question.criteria == {"a": "first", "b": "second"}
+    assert prepare_question("q", Choice(instructions="pick", criteria={"a": "first", "b": "second"}),
+                            "auto").keys == ("a", "b")
+
+
+def test_values_that_print_alike_do_not_share_an_entry():
+    prepare_question("q", {**TEAM, "criteria": {"1": "one", "2": "two"}}, "auto")
+    with pytest.raises(InvalidQuestionError) as err:  # int keys are refused, whatever was kept for "1"
+        prepare_question("q", {**TEAM, "criteria": {1: "one", 2: "two"}}, "auto")
+    assert err.value.field == "criteria.1.[key]"
+    with pytest.raises(InvalidQuestionError):
+        prepare_question("q", {**TEAM, "instructions": ["Which team?"]}, "auto")
+    score = {"type": "score", "instructions": "How urgent?", "criteria": ["low", "high"]}
+    assert prepare_question("s", score, "auto").descriptions == ("low", "high")
+    tupled = prepare_question("s", {**score, "criteria": ("low", "high")}, "auto")  # not kept, prepared alike
+    assert tupled.descriptions == ("low", "high") and len(_PREPARED) == 2
+    assert prepare_question("s", Score(**score), "auto").kind == "score"  # a model and its dict: two entries
+    assert len(_PREPARED) == 3
+
+
+def test_the_method_and_the_labels_are_part_of_the_key():
+    many = {"type": "choice", "instructions": "pick", "criteria": {f"o{i}": "" for i in range(30)}}
+    assert len(prepare_question("q", many, "logprobs", labels="names").keys) == 30
+    with pytest.raises(InvalidQuestionError, match="at most 26"):
+        prepare_question("q", many, "logprobs", labels="letters")
+    with pytest.raises(InvalidQuestionError, match="at most 26"):
+        prepare_question("q", many, "grammar", labels="names")
+
+
+def test_an_invalid_question_is_refused_on_every_call():
+    bad = {"type": "choice", "instructions": "  ", "criteria": {"a": ""}}
+    for _ in range(2):
+        with pytest.raises(InvalidQuestionError) as err:
+            prepare_question("q", bad, "auto")
+        assert err.value.field == "instructions"
+    assert not _PREPARED
+
+
+def test_questions_with_examples_are_not_kept():
+    raw = {**TEAM, "examples": [{"state": "refund me", "answer": "billing"}]}
+    assert len(prepare_question("q", raw, "auto").examples) == 1
+    assert len(prepare_questions("state", {"q": TEAM}, "auto", call_examples={"q": [
+        {"state": "a plan", "answer": "sales"}]})[0].examples) == 1
+    assert not _PREPARED
+    with pytest.raises(InvalidQuestionError, match="not one of the options"):
+        prepare_question("q", {**TEAM, "examples": [{"state": "x", "answer": "nope"}]}, "auto")
