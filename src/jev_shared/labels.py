@@ -296,9 +296,18 @@ def named_format(prep: Prepared) -> tuple[AnswerFormat, Fold]:
 
 
 def style_for(prep: Prepared, labels: str) -> LabelStyle:
-    """Names (or aliases where names share a first word); letters only when asked for."""
+    """Names (or aliases where names share a first word); letters only when asked for. The names' style is a
+    function of the prepared question alone: worked out once per :class:`Prepared` (kept between calls by
+    ``questions.prepare_question``) and kept on it."""
     if labels != "names":
         return LETTERS
+    style: LabelStyle | None = prep.__dict__.get("_names_style")
+    if style is None:
+        style = prep.__dict__["_names_style"] = _names_style(prep)  # frozen fields; a derived value beside them
+    return style
+
+
+def _names_style(prep: Prepared) -> LabelStyle:
     fmt, fold = named_format(prep)
     note = None
     if prep.kind == "choice" and fmt.symbols != prep.keys:
