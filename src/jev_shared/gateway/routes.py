@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from .body import json_request_body, read_body
 from .deps import caller, gateway
 from .errors import ERRORS, Row, from_exception
 from .schema import ErrorBody, Health, ModelCard, ModelList, SystemOneReply, SystemOneRequest
@@ -38,10 +39,13 @@ decisions = APIRouter(prefix="/v1", tags=["decisions"])
 
 
 @decisions.post("/systemone", response_model=SystemOneReply, responses=_ERRORS,
-                summary="Answer typed questions about a state", openapi_extra={"security": [{"bearer": []}]})
-async def systemone(req: SystemOneRequest, request: Request) -> Response:
+                summary="Answer typed questions about a state",
+                openapi_extra={"security": [{"bearer": []}], "requestBody": json_request_body(SystemOneRequest)})
+async def systemone(request: Request) -> Response:
     """The hot path: no dependency to solve (the Auth middleware has checked the key; the scheme is declared
-    above, as ``caller`` declares it on the other routes), the answer serialised by pydantic once."""
+    above, as ``caller`` declares it on the other routes), the body validated from its bytes and the answer
+    serialised by pydantic, each in one step (.body; the body is documented above)."""
+    req = await read_body(request, SystemOneRequest)
     gw: Gateway = request.app.state.gateway
     noted = request.scope.setdefault("jev", {})
     key = noted.get("key") if gw.config.auth_required else None
