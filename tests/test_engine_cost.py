@@ -98,3 +98,49 @@ def test_questions_with_examples_are_not_kept():
     assert not _PREPARED
     with pytest.raises(InvalidQuestionError, match="not one of the options"):
         prepare_question("q", {**TEAM, "examples": [{"state": "x", "answer": "nope"}]}, "auto")
+
+
+def _planner():
+    from jev_shared import SystemOneClient
+    from tests.helpers import provider
+
+    def never(req):
+        raise AssertionError("no request is sent here")
+
+    return SystemOneClient(provider(never), model="m")._planner
+
+
+def test_call_options_are_kept_per_exact_value_and_refusals_repeat():
+    planner = _planner()
+    one = planner._for_call(None, None, None, "split", 1, None)
+    assert planner._for_call(None, None, None, "split", 1, None) is one and one.top_logprobs == 1
+    for _ in range(2):  # True == 1 and hashes alike: never served what 1 was
+        with pytest.raises(InvalidQuestionError) as err:
+            planner._for_call(None, None, None, "split", True, None)
+        assert err.value.field == "top_logprobs"
+    other = planner._for_call("structured", None, "letters", None, None, 3)
+    assert (other.method, other.labels, other.max_concurrency, other.layout) == ("structured", "letters", 3,
+                                                                                 planner.options.layout)
+    assert planner._for_call(None, None, None, None, None, None) is planner.options
+
+
+def test_call_options_follow_the_client_options_they_came_from():
+    import dataclasses
+
+    planner = _planner()
+    assert planner._for_call(None, None, None, None, 5, None).method == "auto"
+    planner.options = dataclasses.replace(planner.options, method="structured")
+    assert planner._for_call(None, None, None, None, 5, None).method == "structured"
+
+
+def test_a_question_usage_tally_sums_as_usage_does():
+    from jev_shared.record import Record, _summed
+
+    a, b = Record(False), Record(False)
+    a.usage.n_calls, a.usage.n_retries = 2, 1
+    a.usage.add_tokens(10, 1)
+    b.usage.n_calls = 1
+    b.usage.add_tokens(None, 2)
+    usage = _summed([a, b], 1.5)
+    assert (usage.input_tokens, usage.output_tokens, usage.n_calls, usage.n_retries) == (None, 3, 3, 1)
+    assert usage.model_fields_set == {"input_tokens", "output_tokens", "n_calls", "n_retries", "latency_ms"}

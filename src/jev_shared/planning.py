@@ -41,6 +41,8 @@ from .record import Record, assemble, hosted_records
 from .registry import SURFACES
 
 T = TypeVar("T")
+#: The most option sets one planner keeps (each a call's own values: a client sees few).
+_KEPT_CALL_OPTIONS = 64
 
 
 class CallOptions(TypedDict, total=False):
@@ -122,19 +124,38 @@ class Planner:
         #: Conformal decision sets (decision_sets.py), for every question or per question id: each answer
         #: gets its ``decision_set`` (and ``abstains``); None: none.
         self.sets = sets
+        #: ``options.for_call``'s results, for the options they were derived from (:meth:`_for_call`).
+        self._call_options: tuple[Options, dict[tuple[Any, ...], Options]] = (self.options, {})
 
     def checked(self, state: Any, questions: Mapping[str, Any], *, method: str | None = None,
                 mode: str | None = None, labels: str | None = None, examples: Any = None,
                 timeout: float | None = None, layout: str | None = None, top_logprobs: int | None = None,
                 max_concurrency: int | None = None) -> tuple[Options, list[Prepared]]:
         """This call's options and prepared questions: everything validated before any request."""
-        opts = self.options.for_call(method, mode, labels, layout=layout, top_logprobs=top_logprobs,
-                                     max_concurrency=max_concurrency)
+        opts = self._for_call(method, mode, labels, layout, top_logprobs, max_concurrency)
         check_timeout(timeout, InvalidQuestionError)
         preps = prepare_questions(state, questions, opts.method, opts.examples, examples, opts.labels)
         self._refuse_what_the_surface_cannot_carry(opts, examples)
         self._refuse_sets_of_other_options(preps)
         return opts, preps
+
+    def _for_call(self, *given: Any) -> Options:
+        """``options.for_call`` of what a call sets (method, mode, labels, layout, top_logprobs, max_concurrency),
+        kept per set of values that are each None, text or an int by exact type (so ``True`` and ``1`` never
+        share one); a value that is refused is refused on every call, as it is never kept."""
+        base = self.options
+        kept = self._call_options
+        if kept[0] is not base:  # the client's options replaced: what was kept was theirs
+            kept = self._call_options = (base, {})
+        exact = all(v is None or type(v) is str or type(v) is int for v in given)
+        opts = kept[1].get(given) if exact else None
+        if opts is None:
+            method, mode, labels, layout, top_logprobs, max_concurrency = given
+            opts = base.for_call(method, mode, labels, layout=layout, top_logprobs=top_logprobs,
+                                 max_concurrency=max_concurrency)
+            if exact and len(kept[1]) < _KEPT_CALL_OPTIONS:
+                kept[1][given] = opts
+        return opts
 
     def check(self, questions: Mapping[str, Any], state: Any = None, **options: Any) -> None:
         """Raise what the call would raise before sending anything (no I/O)."""

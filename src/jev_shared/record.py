@@ -19,12 +19,32 @@ from .redact import redact
 log = logging.getLogger("jev_shared")
 
 
+class Tally:
+    """A question's usage as its flow counts it (``Usage``'s counts and ``add_tokens``), in plain attributes: each
+    assignment to a pydantic ``Usage`` ran its validator's setattr, four a request (issue 33). The response's one
+    ``Usage`` is built from the tallies (:func:`_summed`)."""
+
+    __slots__ = ("input_tokens", "n_calls", "n_retries", "output_tokens")
+
+    def __init__(self) -> None:
+        self.input_tokens: int | None = 0
+        self.output_tokens: int | None = 0
+        self.n_calls = 0
+        self.n_retries = 0
+
+    def add_tokens(self, input_tokens: int | None, output_tokens: int | None) -> None:
+        self.input_tokens = None if self.input_tokens is None or input_tokens is None else self.input_tokens + input_tokens
+        self.output_tokens = (
+            None if self.output_tokens is None or output_tokens is None else self.output_tokens + output_tokens
+        )
+
+
 @dataclass
 class Record:
     """What one question's flow observed: usage, diagnostics, and (with debug) every attempt."""
 
     debug: bool
-    usage: Usage = field(default_factory=Usage)
+    usage: Tally = field(default_factory=Tally)
     attempts: list[dict[str, Any]] = field(default_factory=list)
     retry_reasons: list[str] = field(default_factory=list)
     methods: list[str] = field(default_factory=list)
