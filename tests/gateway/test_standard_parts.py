@@ -45,3 +45,22 @@ def test_the_request_path_has_one_implementation():
     assert not names & {"fastpath.py", "backend_http.py"}
     app = (GATEWAY / "app.py").read_text()
     assert "FastPath" not in app and "transport=" not in (GATEWAY / "engines.py").read_text()
+
+
+def test_every_route_of_systemone_calls_the_one_function():
+    """``/v1/systemone`` is served by a plain Starlette route ahead of its FastAPI route (issue 33): both call the
+    same endpoint, so there is still one implementation of the request path."""
+    from fastapi import FastAPI
+    from fastapi.routing import APIRoute
+    from starlette.routing import Route
+
+    from jev_shared.gateway import Backend, GatewayConfig
+    from jev_shared.gateway.app import create_app
+    from jev_shared.gateway.routes import decisions, systemone
+
+    inner = create_app(GatewayConfig(backends={"m": Backend("http://127.0.0.1:9/v1", "m")}, cache=False))
+    while not isinstance(inner, FastAPI):
+        inner = inner.app
+    plain = [r for r in inner.routes if isinstance(r, Route) and r.path == "/v1/systemone"]
+    served = plain + [r for r in decisions.routes if isinstance(r, Route) and r.path == "/v1/systemone"]
+    assert {type(r) for r in served} == {Route, APIRoute} and all(r.endpoint is systemone for r in served)
