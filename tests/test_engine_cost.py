@@ -144,3 +144,41 @@ def test_a_question_usage_tally_sums_as_usage_does():
     usage = _summed([a, b], 1.5)
     assert (usage.input_tokens, usage.output_tokens, usage.n_calls, usage.n_retries) == (None, 3, 3, 1)
     assert usage.model_fields_set == {"input_tokens", "output_tokens", "n_calls", "n_retries", "latency_ms"}
+
+
+def test_the_lean_wait_keeps_asyncio_waits_rules():
+    import asyncio
+
+    from jev_shared.calls import Budget
+    from jev_shared.drive import run_tasks
+    from jev_shared.errors import DecisionTimeoutError
+
+    async def quick(value):
+        await asyncio.sleep(0)
+        return value
+
+    async def slow():
+        await asyncio.sleep(5)
+
+    async def fails():
+        raise ValueError("no")
+
+    async def main():
+        assert await run_tasks([lambda: quick(1), lambda: quick(2)], scout=False, budget=Budget.of(5.0)) == [1, 2]
+        assert await run_tasks([lambda: quick(3)], scout=False, budget=Budget()) == [3]
+        [err] = await run_tasks([fails], scout=False, budget=Budget.of(5.0))
+        assert isinstance(err, ValueError)
+        budget = Budget.of(0.05)
+        with pytest.raises(DecisionTimeoutError):
+            await run_tasks([lambda: quick(1), slow], scout=False, budget=budget)
+        assert budget.cancelled
+        outer = asyncio.ensure_future(run_tasks([slow], scout=False, budget=Budget()))
+        await asyncio.sleep(0.01)
+        outer.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await outer
+        await asyncio.sleep(0)
+        left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        assert all(t.cancelled() or t.cancelling() for t in left)
+
+    asyncio.run(main())
