@@ -52,7 +52,20 @@ def redact_text(text: str, secrets: tuple[str, ...] = ()) -> str:
     """``text`` with key-shaped strings, and each of ``secrets`` (the client's own keys), replaced."""
     for secret in _secrets_first_longest(secrets):
         text = text.replace(secret, REDACTED)
+    if not _may_hold_shapes(text):
+        return text
     return URL_USERINFO.sub(REDACTED + "@", SECRET_VALUES.sub(REDACTED, text))
+
+
+def _may_hold_shapes(text: str) -> bool:
+    """Whether :data:`SECRET_VALUES` or :data:`URL_USERINFO` may match: each needs ``sk-``, ``bearer``, ``basic``
+    or ``://`` in it, in any case. An ASCII text's lower case has one wherever they match (IGNORECASE pairs no two
+    ASCII letters but a letter's cases); any other text is searched. Four substring searches rather than two regex
+    scans of every text: the gateway's access line costs a third less (issue 33)."""
+    if not text.isascii():
+        return True
+    low = text.lower()
+    return "sk-" in low or "bearer" in low or "basic" in low or "://" in low
 
 
 def redact(value: Any, secrets: tuple[str, ...] = ()) -> Any:

@@ -47,3 +47,15 @@ def test_the_usual_line_takes_one_pass_and_still_hides_a_key_in_any_field() -> N
             leaked = {**line, name: f"x{secret}y"}
             out = access_line(leaked, SECRETS)
             assert secret not in out and out == field_by_field(leaked, SECRETS)
+
+
+def test_a_key_in_any_field_of_any_plain_type_is_redacted_on_the_one_pass() -> None:
+    """The one pass looks at the names and the values' types, not at each text: a secret in a field the line did
+    not have before, or beside floats, bools and None, is redacted all the same."""
+    line = {"ts": 1.5, "status": 200, "ok": True, "none": None, "latency_ms": float("inf"), "error": "bad_request"}
+    for name in ("client", "error", "key_id", "a_new_field", "method"):
+        for secret in (KEY, "sk-abcdefghijklmnop", "SK-ABCDEFGHIJKLMNOP", "remembered-backend-secret-xyz",
+                       "bearer abcdefgh12345678", "http://user:pass@host/x"):
+            leaked = {**line, name: f"x {secret} y"}
+            out = access_line(leaked, SECRETS)
+            assert secret not in out and out == field_by_field(leaked, SECRETS), (name, secret)
