@@ -182,3 +182,17 @@ def test_the_lean_wait_keeps_asyncio_waits_rules():
         assert all(t.cancelled() or t.cancelling() for t in left)
 
     asyncio.run(main())
+
+
+def test_a_system_prompt_kept_on_a_question_is_its_format_s_own():
+    from jev_shared.labels import LETTERS, style_for
+    from jev_shared.prompt import render
+
+    prep = prepare_question("team", TEAM, "auto")
+    named = render(prep, "refund me", fmt=style_for(prep, "names").fmt)[0]["content"]
+    letters = render(prep, "refund me", fmt=LETTERS.fmt)[0]["content"]
+    assert "billing, sales" in named and "(A, B)" in letters
+    assert render(prep, "refund me", fmt=style_for(prep, "names").fmt)[0]["content"] == named
+    assert render(prep, "x", layout="split", fmt=LETTERS.fmt)[0]["content"] != letters
+    other = prepare_question("team", {**TEAM, "instructions": "Which other team?"}, "auto")
+    assert "Which other team?" in render(other, "x", fmt=style_for(other, "names").fmt)[0]["content"]

@@ -146,6 +146,9 @@ def _system(prep: Prepared, layout: Layout, fmt: AnswerFormat) -> str:
         return rules
     if fmt.schema is not None:
         return f"{rules}\n\n{question_block(prep, fmt)}\n\n{closing(prep, fmt)}"
+    kept = prep.__dict__.get("_system")  # this very format's text, kept on the prepared question (held: no id reuse)
+    if kept is not None and kept[0] is fmt:
+        return kept[1]
     key = (rules, prep.kind, prep.question.instructions, prep.keys, prep.descriptions, prep.labels, fmt)
     text = _SYSTEMS.get(key)
     if text is None:
@@ -153,6 +156,7 @@ def _system(prep: Prepared, layout: Layout, fmt: AnswerFormat) -> str:
         if len(_SYSTEMS) >= _SYSTEMS_SIZE:
             _SYSTEMS.clear()
         _SYSTEMS[key] = text
+    prep.__dict__["_system"] = (fmt, text)
     return text
 
 
