@@ -206,24 +206,11 @@ class BodyLimit(_Refusing):
             codings = encoding.check(coded)
         except ApiError as err:
             return await self.refuse(scope, send, err)
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            async with asyncio.timeout(self.config.body_timeout_s):  # a third of anyio.fail_after's CPU
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        return
-                    chunks.append(message.get("body", b""))
-                    size += len(chunks[-1])
-                    if size > limit:
-                        return await self.refuse(scope, send, _too_big(limit))
-                    if not message.get("more_body", False):
-                        break
-        except TimeoutError:
-            return await self.refuse(scope, send, api_error(
-                "request_timeout", f"the request's body did not arrive within {self.config.body_timeout_s:g} s "
-                                   "(--body-timeout)", headers={"connection": "close"}))
+        chunks = await self._read(receive, limit)
+        if chunks is None:  # the client went away
+            return
+        if isinstance(chunks, ApiError):
+            return await self.refuse(scope, send, chunks)
         body = b"".join(chunks)
         if codings:
             try:
@@ -232,6 +219,46 @@ class BodyLimit(_Refusing):
                 return await self.refuse(scope, send, err)
             scope = _decoded_scope(scope, len(body))
         await self.app(scope, _replay(body, receive), send)
+
+    async def _read(self, receive: Any, limit: int) -> list[bytes] | ApiError | None:
+        """The body's chunks, the error to answer with (413, 408), or None where the client went away.
+
+        ``asyncio.timeout``'s job done on one ``loop.call_at`` (a fifth of its instructions: its state machine is
+        Python, issue 33) and the same way: the task cancelled when the time is up, that cancellation (and no other)
+        taken back as the 408."""
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        assert task is not None
+        cancelling, expired = task.cancelling(), []
+
+        def expire() -> None:
+            expired.append(True)
+            task.cancel()
+
+        timer = loop.call_at(loop.time() + self.config.body_timeout_s, expire)
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                chunks.append(message.get("body", b""))
+                size += len(chunks[-1])
+                if size > limit:
+                    return _too_big(limit)
+                if not message.get("more_body", False):
+                    return chunks
+        except asyncio.CancelledError:
+            if expired:
+                expired.clear()
+                if task.uncancel() <= cancelling:
+                    return api_error("request_timeout", f"the request's body did not arrive within "
+                                     f"{self.config.body_timeout_s:g} s (--body-timeout)", headers={"connection": "close"})
+            raise
+        finally:
+            timer.cancel()
+            if expired:  # the time ran out with the body in hand, or on another error: taken back all the same
+                task.uncancel()
 
     async def _decode(self, scope: dict[str, Any], body: bytes, coded: str | None) -> bytes:
         if self.limiter is None:  # made on the serving loop
