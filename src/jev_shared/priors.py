@@ -32,8 +32,10 @@ def debias_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow
     no examples: the content-free states'; examples that leave options out: content-free under
     ``debias=True`` only (measured to over-correct, docs/decisions.md)."""
     prep, debias = ask.prep, ask.options.debias
+    if debias is False:  # before the strength: reading the model's name is no work for nothing
+        return None
     strength = 1.0 if debias is True else debias_strength(ask.model, prep.kind, bool(prep.examples))
-    if debias is False or strength <= 0.0:
+    if strength <= 0.0:
         return None
     if shows_every_option(prep):
         return (yield from examples_prior(ask, method, style, surface, strength))
