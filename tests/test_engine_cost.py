@@ -196,3 +196,9 @@ def test_a_system_prompt_kept_on_a_question_is_its_format_s_own():
     assert render(prep, "x", layout="split", fmt=LETTERS.fmt)[0]["content"] != letters
     other = prepare_question("team", {**TEAM, "instructions": "Which other team?"}, "auto")
     assert "Which other team?" in render(other, "x", fmt=style_for(other, "names").fmt)[0]["content"]
+
+
+def test_an_id_that_is_not_text_is_refused_as_before():
+    for qid in (["q"], 1, ""):
+        with pytest.raises(InvalidQuestionError, match="non-empty strings"):
+            prepare_question(qid, TEAM, "auto")

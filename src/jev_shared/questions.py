@@ -131,13 +131,15 @@ _PREPARED_SIZE = 1024
 def _prepared_key(qid: Any, raw: Any, method: str, labels: str) -> tuple[Any, ...] | None:
     """An exact key of a question without examples: every field by exact type (``"1"`` and ``1``, a list and a
     tuple, a ``str`` subclass and its text never share one), or None (not kept) where it holds anything else."""
+    if type(qid) is not str:  # refused, as it always was (and a list would not hash)
+        return None
     if type(raw) is dict:
         fields = raw
     elif isinstance(raw, (Choice, Score, Noul)):
         fields = raw.__dict__
     else:
         return None
-    key: list[Any] = [type(qid), qid, method, labels, type(raw)]
+    key: list[Any] = [qid, method, labels, type(raw)]
     for name, value in fields.items():
         if type(name) is not str:
             return None
