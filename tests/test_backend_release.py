@@ -4,7 +4,8 @@
 Was: ``attach`` keyed the Backend value by the SDK's HTTP client in a ``WeakKeyDictionary`` while the value's
 ``HttpTarget`` held that same HTTP client, so the entry never died: every such client, its pool and its open
 sockets lived until the process ended (the ``sys:1: ResourceWarning: unclosed <socket ...>`` lines at the exit
-of CI's pytest runs, H3 session 15). The fix is in /tmp/issues/H3-wants.txt (backend.py is not H3's file).
+of CI's pytest runs, H3 session 15). Now the value sits in that
+HTTP client's ``__dict__``: a cycle the garbage collector frees with the client.
 """
 
 from __future__ import annotations
@@ -20,13 +21,9 @@ from jev_shared import Noul, SystemOneClient
 from jev_shared.backend import Backend, attach
 from jev_shared.direct import sdk_client
 
-#: until backend.py's fix is merged: drop this marker with it (strict: the fix makes these tests pass)
-pending_fix = pytest.mark.xfail(strict=True, reason="backend.attach keeps the HTTP client alive (H3-wants.txt)")
-
 SDKS = [(openai.OpenAI, openai.DefaultHttpxClient), (openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient)]
 
 
-@pending_fix
 @pytest.mark.parametrize(("sdk", "http_default"), SDKS, ids=["sync", "async"])
 def test_a_marked_client_dropped_unclosed_frees_its_http_client(sdk, http_default) -> None:
     """As ``LocalServer.mark`` builds it; the backend still reaches the client's SDK copies while it lives."""
@@ -41,7 +38,6 @@ def test_a_marked_client_dropped_unclosed_frees_its_http_client(sdk, http_defaul
     assert http_ref() is None, "the HTTP client (and its connection pool) outlived its SDK client"
 
 
-@pending_fix
 def test_a_local_client_dropped_unclosed_releases_its_connection_now(local_server) -> None:
     """A decision on the embedded server, the client dropped without ``close()``: its HTTP client is collected at
     once, and the pooled connection to the server with it (not at the process's exit)."""

@@ -111,6 +111,12 @@ def attach(client: Any, backend: Backend) -> Any:
     for key in (client, getattr(client, "_client", None)):
         if key is None:
             continue
+        if backend.http is not None and backend.http.http is key and hasattr(key, "__dict__"):
+            # the value holds its own key (the HTTP client it posts with): as a weak key it would never be released,
+            # nor its pool's sockets until the process ends; in the key's __dict__ it is a cycle the collector frees
+            vars(key)[_SLOT] = backend
+            _ATTACHED.pop(key, None)
+            continue
         try:
             _ATTACHED[key] = backend
         except TypeError:
