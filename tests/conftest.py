@@ -31,10 +31,12 @@ def local_server():
 
 @pytest.fixture
 def local_client(local_server):
-    """A SystemOneClient on the embedded server."""
+    """A SystemOneClient on the embedded server; its SDK client closed after the test (its connections go now)."""
     from jev_shared import SystemOneClient
 
-    return SystemOneClient(local_server.client(), model=local_server.model)
+    sdk = local_server.client()
+    yield SystemOneClient(sdk, model=local_server.model)
+    sdk.close()
 
 
 @pytest.fixture
