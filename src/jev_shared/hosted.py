@@ -21,9 +21,10 @@ from .calls import Call, Flow
 from .errors import InvalidQuestionError, MalformedReplyError, ModelRefusalError, ProviderError, UnsupportedMethodError
 from .options import Options
 from .prompt import render_state
-from .questions import Prepared, is_chat
+from .questions import Prepared
 from .record import Record
 from .registry import SURFACES
+from .states import is_chat
 
 
 def systemone_client() -> Any:

@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .questions import Prepared, example_key, is_chat
+from .questions import Prepared, example_key
+from .states import is_chat
 
 Layout = Literal["state_last", "split", "fused"]
 #: "auto" is resolved per call to state_last or split (:mod:`layout`).
