@@ -295,7 +295,7 @@ async def run_tasks(jobs: Sequence[Callable[[], Awaitable[T]]], *, scout: bool, 
     outcomes: list[Outcome] = [None] * len(jobs)
     for wave in waves(len(jobs), scout):
         loop = asyncio.get_running_loop()
-        tasks = [loop.create_task(jobs[i]()) for i in wave]
+        tasks = [asyncio.ensure_future(jobs[i]()) for i in wave]
         left = budget.left()
         try:
             pending = await _pending(loop, tasks, None if left is None else max(left, 0.0))
