@@ -87,6 +87,11 @@ class NoulAnswer(_Settable):
 Answer = Union[ChoiceAnswer, ScoreAnswer, NoulAnswer]
 
 
+def plus_tokens(total: int | None, more: int | None) -> int | None:
+    """A token count plus another; unknown (None) once either is: a count missing from one reply is not zero."""
+    return None if total is None or more is None else total + more
+
+
 class Usage(BaseModel):
     """What the call cost: tokens (None when a provider omits them), provider calls, latency."""
 
@@ -97,10 +102,8 @@ class Usage(BaseModel):
     latency_ms: float = 0.0
 
     def add_tokens(self, input_tokens: int | None, output_tokens: int | None) -> None:
-        self.input_tokens = None if self.input_tokens is None or input_tokens is None else self.input_tokens + input_tokens
-        self.output_tokens = (
-            None if self.output_tokens is None or output_tokens is None else self.output_tokens + output_tokens
-        )
+        self.input_tokens = plus_tokens(self.input_tokens, input_tokens)
+        self.output_tokens = plus_tokens(self.output_tokens, output_tokens)
 
     def merge(self, other: Usage) -> None:
         self.add_tokens(other.input_tokens, other.output_tokens)

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .answers import Answer, SystemOneResponse, Usage
+from .answers import Answer, SystemOneResponse, Usage, plus_tokens
 from .questions import Prepared
 from .redact import redact
 
@@ -33,10 +33,8 @@ class Tally:
         self.n_retries = 0
 
     def add_tokens(self, input_tokens: int | None, output_tokens: int | None) -> None:
-        self.input_tokens = None if self.input_tokens is None or input_tokens is None else self.input_tokens + input_tokens
-        self.output_tokens = (
-            None if self.output_tokens is None or output_tokens is None else self.output_tokens + output_tokens
-        )
+        self.input_tokens = plus_tokens(self.input_tokens, input_tokens)
+        self.output_tokens = plus_tokens(self.output_tokens, output_tokens)
 
 
 @dataclass
