@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 STUB = """
 import sys, time
 sys.path.insert(0, {root!r})
-from bench.stub_server import StubServer
+from bench.processes import StubServer
 with StubServer(latency_s=0.0) as url:
     print(url, flush=True)
     time.sleep(3600)

@@ -48,8 +48,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from gateway_cpu import run_cpu  # noqa: E402
-from served import Served  # noqa: E402
-from stub_server import StubServer  # noqa: E402
+from processes import Served  # noqa: E402
+from processes import StubServer  # noqa: E402
 
 from jev_shared import AsyncSystemOneClient, Choice  # noqa: E402
 from jev_shared.local import WIRE_MODEL, LocalServer  # noqa: E402

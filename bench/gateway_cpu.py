@@ -5,7 +5,7 @@ this one, the client. The gateway's CPU is read from ``/proc/<pid>/stat`` (user 
 threads) around ``--cpu-n`` sequential requests after a warm-up; the engine's (sync on threads, async
 over ``openai.AsyncOpenAI``, the gateway's own path) and a plain ``httpx`` post, the floor, are this
 process's ``time.process_time``. Beside them, the floor under any gateway on these parts: uvicorn with
-the gateway's settings serving a bare ASGI app (bench/asgi_floor.py), answering at once
+the gateway's settings serving a bare ASGI app (bench/processes.py's ``asgi``), answering at once
 (``uvicorn_floor_in``) and after one backend post with the SDK's async HTTP client
 (``uvicorn_floor_post``). ``--compare ROOT`` runs a second gateway from another checkout (``/work/main``)
 in the same run, the two taking turns round by round.
@@ -45,8 +45,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from cpu import cpu_per_call  # noqa: E402
-from processes import Placement, cachegrind_refs, proc_cpu_s, stubbed  # noqa: E402
-from served import Served  # noqa: E402
+from processes import Placement, Served, cachegrind_refs, proc_cpu_s, stubbed  # noqa: E402
 
 from jev_shared import AsyncSystemOneClient, Choice, Memory, SystemOneClient  # noqa: E402
 from jev_shared.local import free_port  # noqa: E402
@@ -65,13 +64,13 @@ def served(root: Path, backend: str, workers: int = 1) -> Served:
 
 
 class Floor(Served):
-    """bench/asgi_floor.py under uvicorn with the gateway's settings: ``mode`` "in" (receive and answer only) or
-    "post" (and one backend post with the SDK's async HTTP client): the floor under any gateway on these parts."""
+    """The bare ASGI app (bench/processes.py's ``asgi``) under uvicorn with the gateway's settings: ``mode`` "in"
+    (receive and answer only) or "post" (and one backend post with the SDK's async HTTP client): the floor under any gateway on these parts."""
 
     def __init__(self, backend: str, mode: str) -> None:  # Served's readiness and exit, another command
         self.port = free_port()
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "asgi_floor.py"), str(self.port), backend,
-                                      mode], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "processes.py"), "asgi", str(self.port),
+                                      backend, mode], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.url = f"http://127.0.0.1:{self.port}"
         self.health = {}
 

@@ -33,7 +33,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from router_meter import buffered  # noqa: E402  (bench/ is on the path of a script run from it)
+from routers import buffered  # noqa: E402  (bench/ is on the path of a script run from it)
 
 DATA = ROOT / "bench" / "data" / "rerank.json"
 MODELS = {"qwen": "qwen2.5-coder-0.5b", "qwen15": "qwen2.5-coder-1.5b", "smollm2": "smollm2-135m"}

@@ -6,7 +6,7 @@ assembling the answer. Measured sequentially (one question a call) and with 8 qu
 (the engines' own concurrency; the raw loop on a persistent pool of 8 threads). The contenders
 take turns call by call, so a drift in machine load hits them alike.
 
-    python bench/peer_overhead.py [--n 300] [--latency-ms 20] [--write]
+    python bench/overhead.py [--n 300] [--latency-ms 20] [--write]
 
 Both engines use ``method="logprobs"`` and ``api="chat_completions"`` (the stub speaks only Chat
 Completions). The stub answers every request with the one-token reply ``A`` (``finish_reason:
@@ -34,14 +34,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from engine_overhead import STATE, TEAM  # noqa: E402
-from stub_server import StubServer, reply_body  # noqa: E402
+from processes import StubServer, reply_body  # noqa: E402
 
-from jev_shared import SystemOneClient  # noqa: E402
+from jev_shared import Choice, SystemOneClient  # noqa: E402
 from jev_shared.prompt import render  # noqa: E402
 from jev_shared.questions import prepare_question  # noqa: E402
 
 DOCS = ROOT / "docs"
+STATE = "My invoice was charged twice, please refund the duplicate payment."
+TEAM = Choice(instructions="Which team should handle this ticket?",
+              criteria={"billing": "Invoices, refunds", "technical": "Bugs, errors", "sales": "Pricing, plans"})
 #: A finished one-token reply: what a model that answers with just the label sends back.
 BODY = reply_body("stop")
 

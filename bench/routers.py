@@ -1,17 +1,144 @@
-"""compare_routers' contenders: one builder per router, each returning a :class:`Contender`.
+"""The routing benches' parts: the routes and labelled items, the counting meter, and one builder per router.
 
-A builder takes the server's base URL, the model name and the contender's own :class:`Meter`;
+*Data*: the routes, the labelled items, the worked examples and the ``--set`` swap. ``ROUTES`` and ``RENAME`` are
+changed in place by :func:`use_set`, so every module that imported them sees the routes of the set being run.
+
+*The meter*: every HTTP exchange goes through one counting transport. Provider calls and output tokens
+(``usage.completion_tokens``) are read off the wire, so they are counted the same way for every contender,
+failures included (bench/compare_routers.py, bench/heldout_router.py, bench/rerank.py).
+
+*Contenders*: a builder takes the server's base URL, the model name and the contender's own :class:`Meter`;
 ``decide(text)`` returns a route name or raises (:class:`Unusable` when the answer is not a route).
 """
 
 from __future__ import annotations
 
+import json
+import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from router_data import GEN_CAP, INSTRUCTIONS, MODELS, ROUTES, load_examples
-from router_meter import Meter, http_client, openai_client
+import httpx
+from sets import criteria_for
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+DATA = ROOT / "bench" / "data" / "routing_compare.jsonl"
+EXAMPLES = ROOT / "bench" / "data" / "routing_compare_examples.jsonl"
+MODELS = {"smollm2": "smollm2-135m", "qwen": "qwen2.5-coder-0.5b", "qwen15": "qwen2.5-coder-1.5b"}
+#: Context per server slot: every prompt here fits in a fifth of it.
+N_CTX = 2048
+#: The output cap given to the contenders that generate text (none sends one by default): a routing
+#: answer takes well under 100 tokens, so only a reply that runs on is cut. It shortens their worst
+#: latencies (without it a small model can run on to the end of the context), never their accuracy.
+GEN_CAP = 256
+
+INSTRUCTIONS = "Which internal team should handle this employee request?"
+ROUTES = {
+    "hr": "human resources: leave and holidays, sick days, payroll and salary, benefits and pension, hiring, "
+          "onboarding, performance reviews, workplace conduct",
+    "it": "IT support: laptops and phones, passwords and logins, VPN, email, software and licences, printers, "
+          "Wi-Fi, security incidents",
+    "legal": "legal: contracts, NDAs, compliance, data privacy and GDPR, trademarks and copyright, disputes",
+    "finance": "finance: expense claims and reimbursements, corporate cards, vendor invoices and payments, "
+               "purchase orders, budgets",
+    "facilities": "facilities: office space, desks, meeting rooms, heating and air conditioning, cleaning, "
+                  "repairs, parking, building access badges",
+    "travel": "business travel: flights, trains, hotels, rental cars, visas, travel policy and bookings",
+}
+
+#: Unscored requests every contender sends first (not in the data set).
+WARMUP = ["Who do I talk to about a broken chair in my office?", "Where do I find the holiday calendar for 2027?",
+          "My new laptop battery drains in two hours."]
+
+#: The bench's route name → its name in the option set run (``--set``; bench/sets.py).
+RENAME: dict[str, str] = {k: k for k in ROUTES}
+
+
+def use_set(which: str) -> None:
+    """Swap the routes for a variant of them (names that collide, 40+ options); items are relabelled."""
+    criteria, rename = criteria_for(ROUTES, which)
+    ROUTES.clear()
+    ROUTES.update(criteria)
+    RENAME.clear()
+    RENAME.update(rename)
+
+
+def load_items(limit: int | None) -> list[dict[str, str]]:
+    """The first ``limit`` items: the file cycles through the six routes, so a multiple of 6 is balanced."""
+    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+    rows = [{**r, "label": RENAME.get(r["label"], r["label"])} for r in rows]
+    return rows[:limit] if limit else rows
+
+
+def load_examples() -> list[Any]:
+    """One worked example per route, kept apart from the scored items."""
+    from jev_shared import Example
+
+    rows = [json.loads(line) for line in EXAMPLES.read_text().splitlines() if line.strip()]
+    return [Example(state=r["text"], answer=RENAME.get(r["label"], r["label"])) for r in rows]
+
+
+class Meter:
+    """Provider calls and output tokens, read off the wire (the same for every contender)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.output_tokens = 0
+        self.paths: dict[str, int] = {}
+
+    def snapshot(self) -> tuple[int, int]:
+        return self.calls, self.output_tokens
+
+
+_COMPLETION = re.compile(rb'"(?:completion_tokens|output_tokens)"\s*:\s*(\d+)')
+
+
+def buffered(inner: httpx.BaseTransport, request: httpx.Request) -> tuple[bytes, httpx.Response]:
+    """Send ``request`` through ``inner`` and read the whole body: (the body, a response that carries it),
+    so a meter can read the usage a reply reports and the SDK still gets its response."""
+    resp = inner.handle_request(request)
+    try:
+        body = resp.read()
+    finally:
+        resp.close()
+    headers = [(k, v) for k, v in resp.headers.items() if k.lower() not in ("content-length", "transfer-encoding")]
+    return body, httpx.Response(resp.status_code, headers=headers, content=body, request=request,
+                                extensions={"http_version": resp.extensions.get("http_version", b"HTTP/1.1")})
+
+
+class MeteredTransport(httpx.BaseTransport):
+    def __init__(self, meter: Meter) -> None:
+        self.meter = meter
+        self.inner = httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        body, resp = buffered(self.inner, request)
+        self.meter.calls += 1
+        path = request.url.path
+        self.meter.paths[path] = self.meter.paths.get(path, 0) + 1
+        m = _COMPLETION.search(body)
+        if m:
+            self.meter.output_tokens += int(m.group(1))
+        return resp
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def http_client(meter: Meter) -> httpx.Client:
+    return httpx.Client(transport=MeteredTransport(meter), timeout=httpx.Timeout(300.0))
+
+
+def openai_client(base_url: str, meter: Meter) -> Any:
+    import openai
+
+    return openai.OpenAI(base_url=base_url, api_key="local", http_client=http_client(meter))
 
 
 class Unusable(Exception):
