@@ -30,11 +30,11 @@ the default set) add one worked example per route to the Jev router.
 Every HTTP exchange goes through one counting transport, so provider calls and output tokens
 (``usage.completion_tokens``) are counted the same way for everyone, failures included.
 
-    python bench/compare_routers.py                    # SmolLM2-135M, all 120 items (~25 min on 2 cores)
-    python bench/compare_routers.py --model qwen       # Qwen2.5-Coder-0.5B, 120 items (~35 min on 2 cores)
-    python bench/compare_routers.py --model qwen --limit 60 --write   # what docs/ holds (~18 min; SmolLM2 ~12)
-    python bench/compare_routers.py --quick            # the first 24 items; prints, writes nothing
-    python bench/compare_routers.py --render           # redraw docs/benchmarks.md tables + chart from the JSON
+    python -m bench compare_routers                    # SmolLM2-135M, all 120 items (~25 min on 2 cores)
+    python -m bench compare_routers --model qwen       # Qwen2.5-Coder-0.5B, 120 items (~35 min on 2 cores)
+    python -m bench compare_routers --model qwen --limit 60 --write   # what docs/ holds (~18 min; SmolLM2 ~12)
+    python -m bench compare_routers --quick            # the first 24 items; prints, writes nothing
+    python -m bench compare_routers --render           # redraw docs/benchmarks.md tables + chart from the JSON
 
 Writes ``docs/benchmarks-<model>.json``, the tables in ``docs/benchmarks.md`` (between markers)
 and ``docs/benchmarks.png``. Needs ``langchain-openai``, ``llama-index-llms-openai-like``

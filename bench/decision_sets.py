@@ -16,8 +16,8 @@ answers, so a fit on the easier half is judged on the harder one and over-covers
 halves' luck cancelling (the standard error falls from ~1.1 to ~0.3 points). "Randomized" fits with
 ``randomized=True`` (the boundary drawn so that coverage averages the target, not up to 1/(n+1) above).
 
-    python bench/decision_sets.py --write        # the answers file, from heldout_runs/*.json.gz
-    python bench/decision_sets.py                # the tables (docs/decisions.md)
+    python -m bench decision_sets --write        # the answers file, from heldout_runs/*.json.gz
+    python -m bench decision_sets                # the tables (docs/decisions.md)
 """
 
 from __future__ import annotations

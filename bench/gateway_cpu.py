@@ -16,10 +16,10 @@ limits, metrics), FastAPI alone and the whole app with ``respond`` answering a k
 ``--instructions``: each layer's instructions per call (cachegrind, two runs differenced: free of the machine's
 load).
 
-    python bench/gateway_cpu.py [--cpu-n 400] [--rounds 3] [--compare /work/main] [--profile out.txt]
+    python -m bench gateway_cpu [--cpu-n 400] [--rounds 3] [--compare /work/main] [--profile out.txt]
                                 [--no-engine]  # the post, the floors and the gateways only
                                 [--pin]        # each measured process alone on a core (bench/processes.py)
-    python bench/gateway_cpu.py --split [--instructions] [--cpu-n 1000] [--rounds 3]
+    python -m bench gateway_cpu --split [--instructions] [--cpu-n 1000] [--rounds 3]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ labels, no examples, no calibration. The last column is one 64-option question's
 option's own tokens came back (the surface's exact field honoured) or how many options the window left out.
 One line per readout, as a markdown table row::
 
-    python bench/gpu_compare.py --api vllm --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-Coder-1.5B-Instruct
+    python -m bench gpu_compare --api vllm --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-Coder-1.5B-Instruct
 """
 
 from __future__ import annotations

@@ -7,10 +7,10 @@ every kind; no calibration), the prior it was divided by, and the window's own d
 so calibration and any debias strength can then be refitted and judged with no model run
 (``bench/heldout_fit.py``). ``--extra`` asks the further items of ``data/public/extra/``.
 
-    JEV_NO_CACHE=1 nice -n 10 python bench/heldout.py --raw bench/heldout_runs/qwen-defaults.json
-    JEV_NO_CACHE=1 python bench/heldout.py --extra --limit 120 --no-shots clinc150 --raw bench/heldout_runs/qwen-extra-b.json
-    python bench/heldout.py --sets trec,sst2 --shots 0 --limit 20 --raw /tmp/h.json
-    python bench/heldout_fit.py bench/heldout_runs/qwen-defaults.json.gz            # the tables (docs/quality.md)
+    JEV_NO_CACHE=1 nice -n 10 python -m bench heldout --raw bench/heldout_runs/qwen-defaults.json
+    JEV_NO_CACHE=1 python -m bench heldout --extra --limit 120 --no-shots clinc150 --raw bench/heldout_runs/qwen-extra-b.json
+    python -m bench heldout --sets trec,sst2 --shots 0 --limit 20 --raw /tmp/h.json
+    python -m bench heldout_fit bench/heldout_runs/qwen-defaults.json.gz            # the tables (docs/quality.md)
 """
 
 from __future__ import annotations

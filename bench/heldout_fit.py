@@ -5,10 +5,10 @@ raw window distribution is exact (``raw ∝ answered · max(prior, floor)``), an
 fitted on some sets and judged on another. Leave-one-dataset-out: each set is judged by a fit made on
 the *other* sets only, so no figure comes from a fit that saw its set.
 
-    python bench/heldout_fit.py bench/heldout_runs/qwen-defaults.json.gz              # the tables
-    python bench/heldout_fit.py bench/heldout_runs/qwen-*.json* --summary          # every form tried, one line each
-    python bench/heldout_fit.py bench/heldout_runs/qwen-*.json* --doc              # docs/quality.md's table
-    python bench/heldout_fit.py bench/heldout_runs/qwen-*.json* --write            # ship the fit on every set
+    python -m bench heldout_fit bench/heldout_runs/qwen-defaults.json.gz              # the tables
+    python -m bench heldout_fit bench/heldout_runs/qwen-*.json* --summary          # every form tried, one line each
+    python -m bench heldout_fit bench/heldout_runs/qwen-*.json* --doc              # docs/quality.md's table
+    python -m bench heldout_fit bench/heldout_runs/qwen-*.json* --write            # ship the fit on every set
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from heldout import Decision  # noqa: E402
-from heldout_load import load_runs  # noqa: E402
-from heldout_maps import CANDIDATES  # noqa: E402
+from heldout_load import CANDIDATES, load_runs  # noqa: E402
 
 from jev_shared.calibration import (  # noqa: E402
     EXAMPLES_STRENGTH,

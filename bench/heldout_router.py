@@ -18,8 +18,8 @@ further items (``--offset``) joins the first one; where two runs hold the same c
 file on the command line wins (a contender rerun at another commit replaces its earlier answers, so one row is at
 one commit).
 
-    JEV_NO_CACHE=1 nice -n 5 python bench/heldout_router.py --model qwen2.5-coder-1.5b --sets sst2,trec --out /tmp/r.json
-    python bench/heldout_router.py --table bench/heldout_runs/router-*.json
+    JEV_NO_CACHE=1 nice -n 5 python -m bench heldout_router --model qwen2.5-coder-1.5b --sets sst2,trec --out /tmp/r.json
+    python -m bench heldout_router --table bench/heldout_runs/router-*.json
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ the two strengths answer differently, right under one and wrong under the other 
 two-sided sign test (McNemar's) of c against b says how often a coin would split them at least as unevenly;
 a set is "lower beyond noise" where the chosen strength loses with p < 0.05.
 
-    python bench/heldout_strength.py --model qwen2.5-coder-1.5b --shots 1 bench/heldout_runs/qwen15-*.json.gz …
+    python -m bench heldout_strength --model qwen2.5-coder-1.5b --shots 1 bench/heldout_runs/qwen15-*.json.gz …
 
 No model runs here. A strength of 0 with examples also means no prior is asked at run time, so the question's
 own examples give no labelled answers and no calibration of their own (``priors.examples_prior``).

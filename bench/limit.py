@@ -14,9 +14,9 @@ from the server's ``/tokenize``.
    questions under ``layout="state_last"``, ``"split"`` and ``"auto"`` (the default; target ≤ 2.5× one).
 5. *the demo's first ticket* on a fresh client: provider calls beyond one per question (target 0).
 
-    python bench/limit.py                      # ~5 min on 2 busy cores
-    python bench/limit.py --threads 1,2        # the same with 1 and with 2 llama.cpp threads
-    python bench/limit.py --out docs/benchmarks-limit.json
+    python -m bench limit                      # ~5 min on 2 busy cores
+    python -m bench limit --threads 1,2        # the same with 1 and with 2 llama.cpp threads
+    python -m bench limit --out docs/benchmarks-limit.json
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ assembling the answer. Measured sequentially (one question a call) and with 8 qu
 (the engines' own concurrency; the raw loop on a persistent pool of 8 threads). The contenders
 take turns call by call, so a drift in machine load hits them alike.
 
-    python bench/overhead.py [--n 300] [--latency-ms 20] [--write]
+    python -m bench overhead [--n 300] [--latency-ms 20] [--write]
 
 Both engines use ``method="logprobs"`` and ``api="chat_completions"`` (the stub speaks only Chat
 Completions). The stub answers every request with the one-token reply ``A`` (``finish_reason:

