@@ -183,8 +183,9 @@ class DecisionSets:
 
     def to_dict(self) -> dict[str, Any]:
         seed = {"seed": self.seed} if self.seed is not None else {}  # which draw: a randomized fit given a seed
+        options = {"options": self.options} if self.options else {}  # none: sets for any answer
         return {"format": FORMAT, "score": self.score, "coverage": self.coverage, "n": self.n,
-                "class_conditional": self.class_conditional, "options": self.options,
+                "class_conditional": self.class_conditional, **options,
                 "thresholds": self.thresholds, "randomized": self.randomized, **seed}
 
     @classmethod
@@ -198,7 +199,7 @@ class DecisionSets:
             thresholds = {str(k): _number(v, "a threshold", 0.0, 1.0) for k, v in d["thresholds"].items()}
             sets = cls(thresholds, coverage=_number(d["coverage"], "coverage", 0.0, 1.0, open_=True),
                        n=int(d["n"]), class_conditional=bool(d.get("class_conditional")),
-                       options=[str(o) for o in d.get("options", [])], score=str(d.get("score", "lac")),
+                       options=_options(d.get("options")), score=str(d.get("score", "lac")),
                        randomized=bool(d.get("randomized")), seed=_seed(d.get("seed")))
         except KeyError as exc:
             raise ValueError(f"decision sets without {exc.args[0]!r}") from None
@@ -279,6 +280,19 @@ def _number(value: Any, what: str, low: float, high: float, open_: bool = False)
     if not math.isfinite(x) or not inside:
         raise ValueError(f"{what} must be {'strictly ' if open_ else ''}between {low:g} and {high:g}, got {value!r}")
     return x
+
+
+def _options(value: Any) -> list[str]:
+    """Saved options: absent (sets for any answer), else a list of two or more distinct texts. A text (read as
+    its letters), ``[]`` or a list of one is a ValueError: sets that would never apply, or apply where not meant
+    (sets for any answer leave the key out, as :meth:`to_dict` does)."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) < 2 or not all(isinstance(o, str) for o in value):
+        raise ValueError(f"options must be a list of two or more option keys (texts), got {value!r}")
+    if len(set(value)) != len(value):
+        raise ValueError(f"options must be distinct, got {value!r}")
+    return list(value)
 
 
 def _seed(value: Any) -> int | str | None:

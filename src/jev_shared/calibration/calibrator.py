@@ -11,6 +11,7 @@ from typing import Any
 
 from ..answers import Answer, ChoiceAnswer, ConfidenceKind, NoulAnswer, ScoreAnswer, SystemOneResponse, confidence
 from ..files import read_text
+from .check import CalibrationFileError, check_calibration, located
 from .fit import (
     Record,
     _argmax,
@@ -205,9 +206,10 @@ class Calibrator:
     def from_dict(cls, d: Mapping[str, Any]) -> Calibrator:
         if d.get("format") not in FORMATS:
             raise ValueError(f"not a calibration file (format {d.get('format')!r}, expected one of {FORMATS})")
+        check_calibration(d)  # every number that changes an answer finite and in its range (a CalibrationFileError)
         report = _report_from(d["report"]) if d.get("report") else None
         maps = {q: FeatureMap.from_dict(m) for q, m in (d.get("maps") or {}).items()}
-        return cls(d["temperatures"], d.get("thresholds"), biases=d.get("biases"), tops=d.get("tops"),
+        return cls(d.get("temperatures"), d.get("thresholds"), biases=d.get("biases"), tops=d.get("tops"),
                    target=d.get("target", 0.9),
                    confidence=d.get("confidence", "peak"), fit_report=report, maps=maps)
 
@@ -216,7 +218,13 @@ class Calibrator:
 
     @classmethod
     def load(cls, path: str | Path) -> Calibrator:
-        return cls.from_dict(json.loads(read_text(path)))  # a regular file, bounded (files.MAX_READ_BYTES)
+        """The file's calibration (a regular file, bounded: files.MAX_READ_BYTES), checked whole: a value that is
+        not one is a ValueError naming the file and its line."""
+        text = read_text(path)
+        try:
+            return cls.from_dict(json.loads(text))
+        except CalibrationFileError as exc:
+            raise located(str(path), text, exc) from None
 
 
 def top_probability(answer: Answer) -> float:

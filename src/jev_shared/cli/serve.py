@@ -80,7 +80,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         keys = load_keys(args.api_key_file)
     except (OSError, ValueError) as exc:
-        print(f"jev serve: --api-key-file: {exc}", file=sys.stderr)
+        print(f"jev serve: API keys: {exc}", file=sys.stderr)  # the file and line, or $JEV_API_KEYS: never the key
         return 2
     try:  # read before anything starts (the embedded model, the socket)
         warm = read_questions(args.warm) if args.warm else None

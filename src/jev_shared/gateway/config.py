@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -149,14 +150,41 @@ MAX_KEY_FILE_BYTES = 1024 * 1024
 
 
 def load_keys(key_file: str | os.PathLike[str] | None = None, env: str = "JEV_API_KEYS") -> frozenset[str]:
-    """Keys from ``$JEV_API_KEYS`` (comma-separated) and a key file (one a line, ``#`` comments)."""
-    keys = {k.strip() for k in os.environ.get(env, "").split(",") if k.strip()}
+    """Keys from ``$JEV_API_KEYS`` (comma-separated) and a key file (one a line; ``#`` at a line's start or after a
+    space begins a comment). A key with a space, a control character or a ``#`` inside (``abc#def``: a key, or
+    ``abc`` and a comment?) is not read as it is meant, and a key file with no key in it would leave the
+    gateway open: each is a ``ValueError`` naming the file and the line (never the key)."""
+    keys: set[str] = set()
+    for n, raw in enumerate(os.environ.get(env, "").split(","), 1):
+        if raw.strip():
+            keys.add(_key(raw.strip(), f"${env}, key {n}"))
     if key_file:
-        for line in read_text(key_file, MAX_KEY_FILE_BYTES).splitlines():
-            line = line.split("#", 1)[0].strip()
+        where = os.fspath(key_file)
+        found = 0
+        for n, line in enumerate(read_text(key_file, MAX_KEY_FILE_BYTES).splitlines(), 1):
+            line = _COMMENT.split(line, 1)[0].strip()
+            if "#" in line:
+                raise ValueError(f"{where}:{n}: a key with '#' inside; a comment starts at a line's '#' or at one "
+                                 "after a space, so a key may not hold one")
             if line:
-                keys.add(line)
+                keys.add(_key(line, f"{where}:{n}"))
+                found += 1
+        if not found:
+            raise ValueError(f"{where}: no key in it (every line is blank or a comment); a key file that names no "
+                             "key would serve without authentication")
     return frozenset(keys)
+
+
+#: A comment: ``#`` at the start of a line or after white space (``key  # ops``).
+_COMMENT = re.compile(r"(?:^|\s)#")
+
+
+def _key(key: str, where: str) -> str:
+    """``key`` as given, or a ValueError naming ``where`` (not the key: it is a secret) when it cannot authenticate."""
+    if any(c.isspace() or not c.isprintable() for c in key):
+        raise ValueError(f"{where}: a key with a space or a control character inside can never be sent in an "
+                         "Authorization header as it is; one key a line (or comma-separated in $JEV_API_KEYS)")
+    return key
 
 
 @lru_cache(maxsize=1024)

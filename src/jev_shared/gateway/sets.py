@@ -17,7 +17,6 @@ Every other answer is sent as before, without the two fields.
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any
 
 from jev_shared import DecisionSets
 from jev_shared.calibration import Calibrator
+from jev_shared.calibration.check import ANSWERING, CalibrationFileError, located, non_finite
 from jev_shared.files import read_text
 
 #: The largest calibration file read (a regular file only; larger: ``FileReadError``, an OSError).
@@ -56,16 +56,28 @@ class Calibration:
 
 
 def load_calibration(path: str | os.PathLike[str]) -> Calibration:
-    """The file's calibration and decision sets, every part checked; a ValueError (one line) or OSError."""
+    """The file's calibration and decision sets, every part checked; a ValueError (one line: the file, and the line
+    of a value that is not one) or an OSError. A file with sets and no calibration numbers (no temperatures,
+    offsets, top-label scalings or maps) keeps the gateway's calibration and applies its sets."""
     where = os.fspath(path)
+    text = read_text(where, MAX_CALIBRATION_BYTES)
     try:
-        data = json.loads(read_text(where, MAX_CALIBRATION_BYTES))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{where}: not JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{where}: not a calibration file (nested too deep)") from None
     if not isinstance(data, dict):
         raise ValueError(f"{where}: not a JSON object, so not a calibration file")
+    nan = non_finite({k: data[k] for k in ANSWERING if k in data})
+    if nan is not None:
+        raise located(where, text, CalibrationFileError("not a finite number: it would change every answer it "
+                                                        "touches (NaN probabilities, a wrong choice)", nan))
     sets_alone = str(data.get("format", "")).startswith("jev-decision-sets/")  # DecisionSets.to_dict() dumped
-    calibrator = _calibrator(data, where) if ("format" in data or "temperatures" in data) and not sets_alone else None
+    numbers = any(data.get(k) for k in CALIBRATING)
+    calibrator = _calibrator(data, where, text) if numbers and not sets_alone else None
+    if calibrator is None and "format" in data and not sets_alone:
+        _calibrator(data, where, text)  # its format and thresholds checked all the same
     sets: dict[str, DecisionSets] = {}
     if "decision_sets" in data or calibrator is None:
         try:
@@ -75,16 +87,17 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     return Calibration(where, calibrator, sets)
 
 
-def _calibrator(data: dict[str, Any], where: str) -> Calibrator:
-    """The file's calibration, its temperatures finite and above 0 (else a ValueError)."""
+#: The parts of a calibration file that make it a calibration (the gateway's own is replaced by it).
+CALIBRATING = ("temperatures", "biases", "tops", "maps")
+
+
+def _calibrator(data: dict[str, Any], where: str, text: str) -> Calibrator:
+    """The file's calibration, every number in it finite and in its range (else a ValueError naming the line)."""
     try:
-        cal = Calibrator.from_dict(data)
-        temperatures = dict(cal.temperatures)
+        return Calibrator.from_dict(data)
+    except CalibrationFileError as exc:
+        raise located(where, text, exc) from None
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{where}: not a calibration file ({type(exc).__name__}: {exc})") from None
-    for key, t in temperatures.items():
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
-            raise ValueError(f"{where}: the temperature of {key!r} must be a finite number above 0, got {t!r}")
-    return cal
