@@ -1,7 +1,7 @@
 """The batch jobs' data: the project's own labelled support tickets (``bench/data/routing.jsonl``) as a CSV.
 
 The 100 labelled tickets are cycled to any length (``row-0001`` … in order, the label kept in its
-own column), so the 1,000-row job of the batch issue is ten passes over the same labelled set.
+own column), so the 1,000-row resume check (``python -m bench batch_resume``) is ten passes over the same labelled set.
 ``want_marker=True`` appends `` want=<label>`` to each text: the tests' stub backend answers that
 option, so an answer shows which row it read.
 """

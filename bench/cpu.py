@@ -10,7 +10,8 @@ runs out first. The stub backend runs in another process (its CPU is not ours); 
     python -m bench cpu --profile     # and where the engine's time goes (cProfile, top 15)
     python -m bench cpu --pin         # this process alone on one core, the stub on another (bench/processes.py)
 
-``python -m bench post_instructions`` (``cpu.py posts``): instructions per backend post, sync against async, and what the async client's settings change (issue 33).
+``python -m bench post_instructions`` (``cpu.py posts``): instructions per backend post, sync against async, and what the async
+client's settings change.
 
 Each variant posts the same Chat Completions body (bytes built once, the same headers) to the stub backend in
 another process and reads the reply's JSON; its instructions per post are two runs of this script under
@@ -86,7 +87,7 @@ def contenders(base_url: str) -> dict[str, Callable[[], Any]]:
 
 def cpu_per_call(fn: Callable[[], Any], n: int, warmup: int = 50, switches: list[float] | None = None) -> float:
     """CPU ms per call; ``switches`` (when given) gets the process's voluntary and involuntary context switches
-    per call added to it (all threads: ``getrusage(RUSAGE_SELF)``; issue 33 counts them)."""
+    per call added to it (all threads: ``getrusage(RUSAGE_SELF)``: a count the machine's load does not move)."""
     for _ in range(warmup):
         fn()
     before = resource.getrusage(resource.RUSAGE_SELF)
@@ -121,11 +122,11 @@ def in_rounds(fns: dict[str, Callable[[], Any]], n: int, rounds: int,
 
 
 def ratios(figures: dict[str, float], how: str) -> str:
-    """The issue-33 ratios of one set of figures (the mean of the rounds, or each row's best round)."""
+    """The speed targets' ratios of one set of figures (the mean of the rounds, or each row's best round)."""
     post, one = figures["httpx.Client.post, JSON parsed"], figures["SystemOneClient.system_one, 1 question"]
     eight = figures["SystemOneClient.system_one, 8 questions"]
     lean, lean8 = figures["system_one, 1 question, direct post"], figures["system_one, 8 questions, direct post"]
-    return (f"  {how}: one question / httpx post {one / post:.2f}x (issue 33 target <= 1.5x); eight questions / "
+    return (f"  {how}: one question / httpx post {one / post:.2f}x (target <= 1.5x); eight questions / "
             f"eight one-question calls {eight / (8 * one):.2f}x (target <= 1.3x)\n"
             f"  {how}, direct post: one question / httpx post {lean / post:.2f}x; eight / eight one-question calls "
             f"{lean8 / (8 * lean):.2f}x")

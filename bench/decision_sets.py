@@ -1,4 +1,4 @@
-"""Decision sets and the data-chosen gate band on recorded answers of both embedded models (issue 35).
+"""Decision sets and the data-chosen gate band on recorded answers of both embedded models.
 
 No model runs here. ``--write`` turns the saved held-out runs (``bench/heldout.py``: every answer with
 the prior it was divided by) into each item's answer as the product gives it by default (the model's
@@ -54,7 +54,7 @@ SPLITS = 20
 
 def product_answers(model: str, decisions: Sequence[Any]) -> list[tuple[dict[str, float], str]]:
     """Each zero-shot decision as the product answers by default: debiased as the engine does for the
-    model, then the calibration shipped for it (each model has its own since issue 32)."""
+    model, then the calibration shipped for it (each model has its own)."""
     from heldout_fit import raw
 
     from jev_shared.calibration import Context, Record, shipped

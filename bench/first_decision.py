@@ -1,5 +1,5 @@
 """The README example's first decision on a fresh server and a fresh cache, against the same prompts sent as
-bare one-token calls (``client.preview()`` gives them) on a fresh server (issue 33).
+bare one-token calls (``client.preview()`` gives them) on a fresh server.
 
 Each row runs in a process of its own with a fresh memory file and a fresh kept-prompts folder, so nothing is
 warm but the model file. Wall time and the prompt tokens the server read anew (llama.cpp's ``prompt_n``), the
@@ -12,8 +12,9 @@ machine the ratio within one run is the figure to read. ``cpu_s``: the row proce
     python -m bench first_decision                 # the embedded default model (Qwen2.5-Coder-1.5B)
     python -m bench first_decision --model qwen2.5-coder-0.5b --runs 3
 
-``python -m bench first_decision_models`` (``first_decision.py models``): what a new user waits for on each embedded model: a fresh process starts the server and makes the README
-engine block's first decision, then a second one (issue 32: which model is the default).
+``python -m bench first_decision_models`` (``first_decision.py models``): what a new user waits for on each
+embedded model: a fresh process starts the server and makes the README engine block's first decision, then a
+second one (the wait that weighs in which model is the default).
 
 Each model runs in a process of its own, with a fresh memory file and a fresh kept-prompts folder, so nothing
 is warm but the assembled model file (in the cache) and the OS's page cache. Rows: the server's start (model
@@ -143,7 +144,7 @@ def main() -> None:
         ratios.append((fd["seconds"] / bare["seconds"], fd["prompt_read"] / bare["prompt_read"],
                        fd["cpu_s"] / max(bare["cpu_s"], 1e-9)))
         print(f"run {run + 1}: first decision / bare one-token calls: {ratios[-1][0]:.2f}x wall, {ratios[-1][1]:.2f}x "
-              f"prompt tokens, {ratios[-1][2]:.2f}x CPU of the process (server in it) (issue 33 target <= 1.5x)")
+              f"prompt tokens, {ratios[-1][2]:.2f}x CPU of the process (server in it) (target <= 1.5x)")
     walls = sorted(r[0] for r in ratios)
     cpus = sorted(r[2] for r in ratios)
     print(f"wall ratio median {walls[len(walls) // 2]:.2f}x, range {walls[0]:.2f}-{walls[-1]:.2f}x over {args.runs} "

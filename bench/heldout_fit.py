@@ -41,7 +41,8 @@ from jev_shared.models import debias_strength  # noqa: E402
 from jev_shared.priors import powered  # noqa: E402
 from jev_shared.readout import PRIOR_FLOOR, PRIOR_SHARE, divide_prior  # noqa: E402
 
-#: The floor the saved runs were divided with (before issue 23's PRIOR_SHARE): raw() inverts exactly that.
+#: The floor the saved runs were divided with (before the floor scaled with the options, PRIOR_SHARE): raw()
+#: inverts exactly that.
 RUN_FLOOR = 1e-3
 
 GATE = 0.7
@@ -117,7 +118,7 @@ def pooled_top(records: list[Record]) -> Calibrator:
 
 
 def shipped_before(records: list[Record]) -> Calibrator:
-    """The calibration shipped before issue 23 (fitted on the project's own tickets): today's figure."""
+    """The calibration shipped before the public sets (fitted on the project's own tickets): today's figure."""
     return Calibrator.load(HERE / "heldout_runs" / "shipped-before.json")
 
 
@@ -149,13 +150,13 @@ def own_kinds(base: Fit, own: dict[str, Fit], min_records: int = 30, apart: tupl
     return fit
 
 
-#: The 1.5B's form since issue 32's second fit: T(entropy) for choices, nouls' and scores' own T(entropy).
+#: The 1.5B's form: T(entropy) for choices, nouls' and scores' own T(entropy).
 OWN_KINDS = "T(entropy), nouls' and scores' own"
 FITS: dict[str, Fit] = {"shipped before": shipped_before, "as answered": none_fit, "T per kind": t_only, "T + top per kind": ship_fit,
                         "T pooled": pooled_t, "T + top pooled": pooled_top, **CANDIDATES}
 FITS[OWN_KINDS] = own_kinds(CANDIDATES["T(entropy)"], {"noul": CANDIDATES["T(entropy)"], "score": CANDIDATES["T(entropy)"]})
 FITS["T(entropy), every kind's own"] = own_kinds(CANDIDATES["T(entropy)"], {k: CANDIDATES["T(entropy)"] for k in KINDS})
-#: Issue 32, H3 session 14: the nouls' and scores' maps, each apart with and without examples (and choices
+#: The nouls' and scores' maps, each apart with and without examples (and choices
 #: with examples their own), tried with the one-example runs of 60-190 items a set.
 OWN_APART = "T(entropy), nouls' and scores' own, examples apart"
 FITS[OWN_APART] = own_kinds(CANDIDATES["T(entropy)"], {"noul": CANDIDATES["T(entropy)"], "score": CANDIDATES["T(entropy)"]},
@@ -166,7 +167,7 @@ FITS[OWN_APART + ", choices too"] = own_kinds(CANDIDATES["T(entropy)"], {"noul":
 
 
 def held_out_sets() -> frozenset[str]:
-    """The sets marked ``"held_out": true`` in sets.json: judged only, never in any fit (issue 32)."""
+    """The sets marked ``"held_out": true`` in sets.json: judged only, never in any fit."""
     sets = json.loads((HERE / "data" / "public" / "sets.json").read_text())
     return frozenset(name for name, meta in sets.items() if meta.get("held_out"))
 
@@ -344,17 +345,17 @@ def own_examples(decisions: Sequence[Decision], heldout_rows: dict, fit: Fit,
 
 
 def doc_table(decisions: Sequence[Decision], heldout_rows: dict[str, Any]) -> str:
-    """docs/quality.md's table: per set and setting, the calibration shipped before issue 23, the one
-    temperature shipped until the feature maps, and the one shipped now (both judged left out), then the
-    question's own examples on top of it (bench/heldout_examples.py)."""
-    old = shipped_before([])  # before issue 23: the old defaults (the whole prior, its floor) and calibration
+    """docs/quality.md's table: per set and setting, the calibration shipped before the public sets (fitted on the
+    project's tickets), the one temperature shipped until the feature maps, and the one shipped now (both judged
+    left out), then the question's own examples on top of it."""
+    old = shipped_before([])  # the old defaults (the whole prior, its floor) and the tickets' calibration
     before: dict[tuple[str, int], list[Record]] = {}
     for d in decisions:
         before.setdefault((d.set, d.shots), []).extend(old.calibrate([Record(d.answered, d.label, key(d))]))
     prev = loo(decisions, FITS[PREVIOUS_FIT])
     now = loo(decisions, FITS[shipped_fit(MODEL)])
     own = own_examples(decisions, heldout_rows, FITS[shipped_fit(MODEL)])
-    lines = ["| set | kind, options | setting | n | accuracy | before issue 23: ECE, right at p ≥ 0.7 | one temperature "
+    lines = ["| set | kind, options | setting | n | accuracy | tickets' fit: ECE, right at p ≥ 0.7 | one temperature "
              "(left out) | **now** (left out) | now + the question's own examples | ECE a calibrated model reads here |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     kinds = {d.set: (d.kind, len(d.answered)) for d in decisions}

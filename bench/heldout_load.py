@@ -72,7 +72,7 @@ def _model_of(data: dict[str, Any] | None) -> str | None:
     return str(meta.get("model") or (meta.get("runs") or [{}])[0].get("model") or "qwen2.5-coder-0.5b")
 
 
-#: The levels of a score the engine asks by their names (``labels.NAMED_SCORE_LEVELS``, issue 32).
+#: The levels of a score the engine asks by their names (``labels.NAMED_SCORE_LEVELS``).
 NAMED_LEVELS = 3
 
 
@@ -151,7 +151,7 @@ def top_map(slope: Sequence[str], shift: Sequence[str]) -> Callable[[list[Record
 
 
 def correctness_map(features: Sequence[str], logit: bool = True, l2: float = L2) -> Callable[[list[Record]], Calibrator]:
-    """A correctness model (issue 32): P(the top answer is right) by logistic regression on ``features``
+    """A correctness model: P(the top answer is right) by logistic regression on ``features``
     (and the top's logit when ``logit``); the top probability becomes it, the rest keep their ratios. The
     ``top`` form with the features in its shift: it ships in the same file."""
     def fit(records: list[Record]) -> Calibrator:

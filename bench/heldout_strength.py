@@ -1,4 +1,4 @@
-"""Offline: how much of the prior a model divides out, per kind, chosen leave-one-dataset-out (issue 32).
+"""Offline: how much of the prior a model divides out, per kind, chosen leave-one-dataset-out.
 
 Over a model's saved ``bench/heldout.py`` runs of one setting (``--shots 1``: one example per option, where the
 prior divided out is the examples' own lean): each set's right answers with the prior divided out at each

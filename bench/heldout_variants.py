@@ -1,4 +1,5 @@
-"""Ways of asking the held-out sets' nouls and scores, tried on one model (issue 32, "Nouls and scores on the 1.5B").
+"""Ways of asking the held-out sets' nouls and scores, tried on one model (docs/quality.md, "Nouls and scores on the
+1.5B").
 
 The product defaults (``debias="auto"``: the model's own strength per kind; calibration as shipped), one
 decision at a time, each item's answer, the prior it was divided by and the raw readout saved, so any
@@ -13,21 +14,24 @@ strength can be applied offline. Variants (what a user could write; no engine ch
   default, with the closing line restating each digit's level (``(0, 1, 2), where 0 = negative, 1 = neutral, …``)
   next to where the model answers: whether the 1.5B's digits lose the level they stand for.
 
-    JEV_NO_CACHE=1 nice -n 5 python -m bench heldout_variants --variant levelnames --sets finphrasebank,sst5,sick         --out bench/heldout_runs/h1-levelnames-15.json
+    JEV_NO_CACHE=1 nice -n 5 python -m bench heldout_variants --variant levelnames --sets finphrasebank,sst5,sick \\
+        --out bench/heldout_runs/h1-levelnames-15.json
 
-``python -m bench heldout_nouls`` (``heldout_variants.py nouls``): a noul's answer words, tried on one model, and every noul run judged leave-one-dataset-out (issue 32, H2).
+``python -m bench heldout_nouls`` (``heldout_variants.py nouls``): a noul's answer words, tried on one model, and
+every noul run judged leave-one-dataset-out.
 
 Runs (``--variant``): ``base`` asks as the engine does (``yes`` / ``no``); ``truefalse`` answers with the
 words ``true`` / ``false`` (the words LangChain's bool is written in; options ``true: The statement is
 true.`` / ``false: …``), an engine change tried by patching ``labels.named_format`` in this process only.
 Each item's answer, the whole prior (``debias=True``, so the saved prior is not yet raised to a strength) and
-the raw readout are saved (uncalibrated: ``raw`` is the exact readout), as ``bench/heldout_variants.py`` does.
+the raw readout are saved (uncalibrated: ``raw`` is the exact readout), as ``heldout_variants`` does.
 
 ``--lodo FILE…``: the saved runs pooled (``heldout_nouls``/``heldout.py`` zero-shot noul rows with ``raw`` and
 the whole ``prior``; a later file's item replaces an earlier one's): right answers per set at each debias
 strength, and each set judged by the strength chosen on the other sets (never on itself).
 
-    JEV_NO_CACHE=1 nice -n 5 python -m bench heldout_nouls --variant truefalse --model qwen2.5-coder-1.5b         --sets clickbait,subj,cr,sms_spam,sst2,rte --limit 30 --out bench/heldout_runs/h2-truefalse-15.json.gz
+    JEV_NO_CACHE=1 nice -n 5 python -m bench heldout_nouls --variant truefalse --model qwen2.5-coder-1.5b \\
+        --sets clickbait,subj,cr,sms_spam,sst2,rte --limit 30 --out bench/heldout_runs/h2-truefalse-15.json.gz
     python -m bench heldout_nouls --lodo bench/heldout_runs/h2-base-05.json.gz
     python -m bench heldout_nouls --lodo-words bench/heldout_runs/h2-base-05.json.gz bench/heldout_runs/h2-truefalse-05.json.gz
 """
@@ -134,8 +138,7 @@ def whole_prior(row: dict[str, Any], saved_strength: float) -> list[float] | Non
 
 
 def saved_strength(row: dict[str, Any], model: str, variant: str) -> float:
-    """The strength a row's prior was saved at: the row's own ``strength`` (runs since issue 32's H3, session
-    14), else what ``debias="auto"`` divides by for this model and the kind asked (every earlier run here was
+    """The strength a row's prior was saved at: the row's own ``strength`` (the runs that save it), else what ``debias="auto"`` divides by for this model and the kind asked (every earlier run here was
     made at today's strengths: the 1.5B's nouls at half since they have one, every other kind asked whole)."""
     if "strength" in row:
         return float(row["strength"])

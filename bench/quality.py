@@ -323,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--debias", action="store_true",
                     help="debias=True: divide out the answer to content-free states (adds a 'debias' row variant)")
     ap.add_argument("--window", action="store_true",
-                    help="read the top-20 window on the embedded server too, as before issue 32 (a 'window' row "
+                    help="read the top-20 window on the embedded server too, the readout before the exact one (a 'window' row "
                          "variant), to compare with its exact readout")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the server's)")
     ap.add_argument("--set", default="distinct", help="routing names: distinct, collide, numbered, many (bench/sets.py)")

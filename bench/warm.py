@@ -1,4 +1,4 @@
-"""Warm start: the first decision against the hundredth, on the embedded default model (issue 27).
+"""Warm start: the first decision against the hundredth, on the embedded default model.
 
 Every row runs in a fresh process (``--child``), so nothing is warm but what the row says: a fresh
 memory cache file, or the file a previous process left. Rows, side by side in one run:
@@ -87,7 +87,7 @@ def child(row: str, items: int, prior_mode: str, prompts: bool) -> dict[str, Any
     from jev_shared import SystemOneClient, priors
     from jev_shared.local import LocalServer
 
-    if prior_mode == "loo":  # (before issue 27's second session the module shadowed this argument: no LOO row ran)
+    if prior_mode == "loo":
         priors.CROSSED_HALVES_FROM = 10**6  # the previous default, for comparison
     with LocalServer(prompt_cache=None if prompts else False) as srv:
         client = SystemOneClient(srv.client(), model=srv.model)

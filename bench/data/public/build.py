@@ -20,7 +20,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from build_more import HELD_OUT, LEVELS, MORE, in_words  # issue 32's sets: beside this file
+from build_more import HELD_OUT, LEVELS, MORE, in_words  # the sets added after the first nine: beside this file
 
 HERE = Path(__file__).resolve().parent
 N_ITEMS = 60
@@ -109,7 +109,7 @@ TREC_FINE = {
 
 
 def trec_fine(mirror: Path) -> tuple[Rows, Rows]:
-    """TREC with its 50 fine classes (issue 35: a second choice set with 7-70 options)."""
+    """TREC with its 50 fine classes (a second choice set with 7-70 options, for decision sets)."""
     def read(split: str) -> Rows:
         text = show(mirror, "tonyzhaozh/few-shot-learning", f"data/trec/{split}.txt")
         return [(q.strip(), TREC_FINE[lab]) for lab, q in (line.split(" ", 1) for line in text.splitlines() if line.strip())]
@@ -223,7 +223,7 @@ def build(mirror: Path, name: str, extra: int = 0) -> dict:
             for i, (text, lab) in enumerate(extra_items(test, taken, extra, name)):
                 f.write(json.dumps({"id": f"{name}-x{i}", "text": text, "label": lab}) + "\n")
     meta: dict = {"name": name, "kind": kind, "instructions": instructions}
-    if name == HELD_OUT:  # our own held-out set (issue 32): no default is fitted on it
+    if name == HELD_OUT:  # our own held-out set: no default is fitted on it
         meta["held_out"] = True
     if kind == "choice":
         meta["criteria"] = {lab: (in_words if name in MORE else words)(lab) for lab in labels}

@@ -1,6 +1,6 @@
-"""More public held-out sets (issue 32): loaders that ``build.py`` merges into its ``SETS``.
+"""More public held-out sets: loaders that ``build.py`` merges into its ``SETS``.
 
-Why: the nine sets of issue 23 had been tuned on; these were not (shared-prefix CamelCase and ALL-CAPS
+Why: the first nine sets had been tuned on; these were not (shared-prefix CamelCase and ALL-CAPS
 intent names, 40+ options, yes/no and score questions of other genres). Each loader returns the
 source's (test rows, training rows) as ``(text, label)``; ``build.py`` draws the 60 scored items, the
 examples and the extra items from them exactly as it does for the nine. Sources, commits and
@@ -241,5 +241,5 @@ LEVELS: dict[str, list[str]] = {
     "sick": ["completely unrelated", "slightly related", "somewhat related", "closely related", "very related"],
 }
 
-#: The set no default is fitted on (issue 32: a held-out set of our own); sets.json marks it "held_out".
+#: The set no default is fitted on (a held-out set of our own); sets.json marks it "held_out".
 HELD_OUT = "powerplay11"
