@@ -20,6 +20,7 @@ from typing import IO, Any
 from jev_shared import InvalidQuestionError
 from jev_shared.files import open_regular, read_text
 
+from .labels import Labeler
 from .run import Item, ItemResult
 
 #: Characters per token for the dry-run estimate (English text, BPE tokenisers), and tokens a chat
@@ -82,19 +83,19 @@ def id_key(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def read_items(path: str | os.PathLike[str], *, column: str | None = None, id_column: str = "id") -> list[Item]:
-    """States from ``.jsonl`` (``{"id", "state"}`` a line) or ``.csv`` (``column``, ids from ``id_column``).
+def read_items(path: str | os.PathLike[str], *, column: str | None = None, id_column: str = "id",
+               labels: Labeler | None = None) -> list[Item]:
+    """States from ``.jsonl`` or ``.csv``: the state in ``column`` (default ``state``, else ``text``), the id in
+    ``id_column`` (without it: the row's number, from 1 in a CSV, the line's in a JSONL file), and with
+    ``labels`` each row's labels, checked against their questions (:mod:`.labels`).
 
-    Ids must be unique: a duplicate would be decided once and answered twice. A CSV without an id
-    column numbers its rows from 1.
+    Ids must be unique: a duplicate would be decided once and answered twice.
     """
     p = Path(path)
     if p.suffix.lower() == ".csv":
-        items = _read_csv(p, column, id_column)
+        items = _read_csv(p, column, id_column, labels)
     elif p.suffix.lower() in (".jsonl", ".ndjson"):
-        if column:
-            raise InputError(f"{p}: --column is for CSV input; a JSONL line is {{\"id\": ..., \"state\": ...}}")
-        items = _read_jsonl(p)
+        items = _read_jsonl(p, column, id_column, labels)
     else:
         raise InputError(f"{p}: expected a .jsonl or .csv file")
     seen: dict[str, int] = {}
@@ -102,6 +103,9 @@ def read_items(path: str | os.PathLike[str], *, column: str | None = None, id_co
         if id_key(item.id) in seen:
             raise InputError(f"{p}: id {item.id!r} at item {n} repeats item {seen[id_key(item.id)]}; ids must be unique")
         seen[id_key(item.id)] = n
+    if labels is not None and not any(item.labels for item in items):
+        names = ", ".join(repr(c.column) for c in labels.columns)
+        raise InputError(f"{p}: no row has a label in {names}; --label names the column of the true answers")
     return items
 
 
@@ -115,7 +119,21 @@ def _open_input(p: Path) -> IO[bytes]:
         raise InputError(str(exc)) from None
 
 
-def _read_jsonl(p: Path) -> list[Item]:
+def _jsonl_item(where: str, row: Any, n: int, column: str | None, id_column: str, labels: Labeler | None) -> Item:
+    """One JSONL line's item: its state (``column``, else ``state``, else ``text``), its id (else ``n``), its labels."""
+    if not isinstance(row, dict):
+        raise InputError(f"{where}: expected a JSON object ({{\"id\": ..., \"state\": ...}})")
+    key = column or next((c for c in ("state", "text") if c in row), None)
+    if key is None or key not in row:
+        wanted = f"a {column!r} key (--column)" if column else "\"state\" (or \"text\"; or pick a key with --column)"
+        raise InputError(f"{where}: expected {wanted}, got keys {list(row)}")
+    ident = row.get(id_column, n)
+    if not isinstance(ident, (str, int)) or isinstance(ident, bool):
+        raise InputError(f"{where}: the id must be a string or an integer, got {ident!r}")
+    return Item(ident, row[key], labels.read(row, where) if labels else None)
+
+
+def _read_jsonl(p: Path, column: str | None, id_column: str, labels: Labeler | None) -> list[Item]:
     items = []
     with _open_input(p) as f:
         for n, line in _lines(p, f):
@@ -125,15 +143,11 @@ def _read_jsonl(p: Path) -> list[Item]:
                 row = json.loads(line)
             except ValueError as exc:
                 raise InputError(f"{p}:{n}: not JSON ({exc})") from None
-            if not isinstance(row, dict) or "id" not in row or "state" not in row:
-                raise InputError(f"{p}:{n}: expected {{\"id\": ..., \"state\": ...}}")
-            if not isinstance(row["id"], (str, int)) or isinstance(row["id"], bool):
-                raise InputError(f"{p}:{n}: the id must be a string or an integer, got {row['id']!r}")
-            items.append(Item(row["id"], row["state"]))
+            items.append(_jsonl_item(f"{p}:{n}", row, n, column, id_column, labels))
     return items
 
 
-def _read_csv(p: Path, column: str | None, id_column: str) -> list[Item]:
+def _read_csv(p: Path, column: str | None, id_column: str, labels: Labeler | None) -> list[Item]:
     with _open_input(p) as f:
         text = "".join(line for _, line in _lines(p, f))
     reader = csv.DictReader(io.StringIO(text, newline=""))
@@ -142,8 +156,13 @@ def _read_csv(p: Path, column: str | None, id_column: str) -> list[Item]:
         column = column or next((c for c in ("state", "text") if c in fields), None)
         if column is None or column not in fields:
             raise InputError(f"{p}: no column {column or 'state'!r}; pick one with --column (columns: {fields})")
+        missing = labels.missing_columns(fields) if labels else []
+        if missing:
+            raise InputError(f"{p}: no column {missing[0]!r} for --label (columns: {fields})")
         has_id = id_column in fields
-        return [Item(row[id_column] if has_id else n, row[column]) for n, row in enumerate(reader, start=1)]
+        return [Item(row[id_column] if has_id else n, row[column],
+                     labels.read(row, f"{p}: row {n} (line {reader.line_num})") if labels else None)
+                for n, row in enumerate(reader, start=1)]
     except csv.Error as exc:
         raise InputError(f"{p}:{reader.line_num}: not CSV ({exc})") from None
 

@@ -35,20 +35,23 @@ ORDER_LOOKAHEAD = 4
 
 @dataclass(frozen=True)
 class Item:
-    """One state to decide, with the id its answer is tagged with."""
+    """One state to decide, with the id its answer is tagged with (and its true answers, where the input has them)."""
 
     id: Any
     state: Any
+    #: ``{question id: label}``, carried onto the item's log line (``jev decide --label``); None: unlabelled.
+    labels: dict[str, Any] | None = None
 
 
 def as_item(value: Any, index: int) -> Item:
-    """An ``Item``, an ``(id, state)`` pair, a ``{"id", "state"}`` mapping, or a bare state (id = its index)."""
+    """An ``Item``, an ``(id, state)`` pair, a ``{"id", "state"}`` mapping (``"labels"`` too), or a bare state
+    (id = its index)."""
     if isinstance(value, Item):
         return value
     if isinstance(value, tuple) and len(value) == 2:
         return Item(value[0], value[1])
-    if isinstance(value, Mapping) and "state" in value and set(value) <= {"id", "state"}:
-        return Item(value.get("id", index), value["state"])
+    if isinstance(value, Mapping) and "state" in value and set(value) <= {"id", "state", "labels"}:
+        return Item(value.get("id", index), value["state"], value.get("labels"))
     return Item(index, value)
 
 
@@ -71,18 +74,23 @@ class ItemResult:
     response: SystemOneResponse | None = None
     error: Exception | None = None
     latency_s: float = 0.0
+    #: The item's labels, written on its line as ``"labels"`` (only where it has some).
+    labels: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
     def to_json(self) -> dict[str, Any]:
-        """``{"id", "answers", "error", "usage"}``: answers as the System One response has them."""
+        """``{"id", "answers", "error", "usage"}``: answers as the System One response has them; ``"labels"``
+        too where the item has them."""
         if self.response is None:
-            return {"id": self.id, "answers": None, "error": error_body(self.error or RuntimeError("no answer")),
+            line = {"id": self.id, "answers": None, "error": error_body(self.error or RuntimeError("no answer")),
                     "usage": None}
-        dumped = self.response.model_dump(mode="json", exclude={"debug"})
-        return {"id": self.id, "answers": dumped["answers"], "error": None, "usage": dumped["usage"]}
+        else:
+            dumped = self.response.model_dump(mode="json", exclude={"debug"})
+            line = {"id": self.id, "answers": dumped["answers"], "error": None, "usage": dumped["usage"]}
+        return {**line, "labels": self.labels} if self.labels else line
 
 
 @dataclass
@@ -215,19 +223,20 @@ def _timed(result: ItemResult, started: float) -> ItemResult:
 def _decide_one(client: Any, index: int, item: Item, questions: Mapping[str, Any], kw: dict[str, Any]) -> ItemResult:
     started = time.perf_counter()
     try:
-        return _timed(ItemResult(item.id, index, response=client.system_one(item.state, questions, **kw)), started)
+        return _timed(ItemResult(item.id, index, response=client.system_one(item.state, questions, **kw),
+                                 labels=item.labels), started)
     except Exception as exc:  # every failure stays with its item; KeyboardInterrupt still ends the run
-        return _timed(ItemResult(item.id, index, error=exc), started)
+        return _timed(ItemResult(item.id, index, error=exc, labels=item.labels), started)
 
 
 async def _adecide_one(client: Any, index: int, item: Item, questions: Mapping[str, Any],
                        kw: dict[str, Any]) -> ItemResult:
     started = time.perf_counter()
     try:
-        return _timed(ItemResult(item.id, index, response=await client.system_one(item.state, questions, **kw)),
-                      started)
+        return _timed(ItemResult(item.id, index, response=await client.system_one(item.state, questions, **kw),
+                                 labels=item.labels), started)
     except Exception as exc:
-        return _timed(ItemResult(item.id, index, error=exc), started)
+        return _timed(ItemResult(item.id, index, error=exc, labels=item.labels), started)
 
 
 def stream_batch(client: Any, items: Iterable[Any], questions: Mapping[str, Any], *, concurrency: int = 4,

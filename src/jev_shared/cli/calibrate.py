@@ -1,7 +1,9 @@
 """``jev calibrate labelled.jsonl``: fit a calibration for any model, and say what it buys.
 
 Each line is a labelled answer already recorded (``{"probabilities": {...}, "label": ..., "question_id": ...}``,
-as :class:`~jev_shared.calibration.Record` saves it) or a labelled state to answer now
+as :class:`~jev_shared.calibration.Record` saves it), a line of ``jev decide --input ... --label COLUMN``'s answer
+log as it wrote it (its labelled answers; lines without labels or with an error are left out), or a labelled state
+to answer now
 (``{"state": ..., "label": ...}``, with ``--questions`` and a backend: ``--backend-url`` and ``--model``, or
 the embedded model). It prints accuracy and ECE before and after (held out: each half of the lines
 is judged by a fit on the other half), the recommended threshold on the calibrated top probability
@@ -34,7 +36,8 @@ from .backends import add_backend_args, backends, memory, read_questions, sync_c
 def add_calibrate(sub: Any) -> None:
     p = sub.add_parser("calibrate", help="fit a calibration on labelled answers; ECE before/after and a threshold",
                        description=(__doc__ or "").split("\n\n")[0])
-    p.add_argument("labelled", type=Path, help="JSON lines: recorded answers, or states with their labels")
+    p.add_argument("labelled", type=Path,
+                   help="JSON lines: recorded answers, jev decide --label's output as written, or labelled states")
     p.add_argument("--questions", type=checks.text, default=None,
                    help="for states: a JSON object id -> question, or a path to one")
     p.add_argument("--target", type=checks.open_unit, default=0.9, help="the precision the threshold must reach")
@@ -80,12 +83,48 @@ def _answer_states(rows: list[dict[str, Any]], args: argparse.Namespace) -> list
     return records
 
 
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The file's JSON lines; a last line cut short (a ``jev decide`` run killed mid-write) is left out."""
+    text = read_text(path)
+    lines = text.splitlines()
+    rows = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            if n == len(lines) and not text.endswith("\n"):
+                print(f"jev calibrate: {path}:{n}: a torn last line (a run killed mid-write), left out", file=sys.stderr)
+                continue
+            raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}:{n}: expected a JSON object")
+        rows.append(row)
+    return rows
+
+
+def decided_records(rows: list[dict[str, Any]], path: Path) -> list[Record]:
+    """The labelled answers of ``jev decide``'s lines (``{"id", "answers", "error", "usage", "labels"}``)."""
+    from jev_shared.batch.labels import labelled_records
+
+    records = [rec for row in rows for rec in labelled_records(row)]
+    if not records:
+        failed = sum(1 for row in rows if row.get("error"))
+        raise ValueError(f"{path}: {len(rows)} lines from jev decide ({failed} failed), none with an answer and a "
+                         "label; decide the input again into a new --output with --label COLUMN (its true answers)")
+    return records
+
+
 def read_records(args: argparse.Namespace) -> list[Record]:
-    rows = [json.loads(line) for line in read_text(args.labelled).splitlines() if line.strip()]
+    """Recorded answers, jev decide's lines (their labelled answers) and labelled states answered now."""
+    rows = read_rows(args.labelled)
     recorded = [Record(dict(r["probabilities"]), str(r["label"]), r.get("question_id", "")) for r in rows
                 if "probabilities" in r]
-    states = [r for r in rows if "probabilities" not in r]
-    return recorded + (_answer_states(states, args) if states else [])
+    decided = [r for r in rows if "answers" in r and "probabilities" not in r]
+    states = [r for r in rows if "answers" not in r and "probabilities" not in r]
+    return (recorded + (decided_records(decided, args.labelled) if decided else [])
+            + (_answer_states(states, args) if states else []))
 
 
 def held_out(records: list[Record], bias: bool, target: float, top: bool = False) -> tuple[list[Record], list[Record]]:

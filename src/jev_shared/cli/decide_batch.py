@@ -37,9 +37,14 @@ def add_batch_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--input", type=text,
                    help="states to decide: .jsonl ({\"id\", \"state\"} a line) or .csv (see --column)")
     g.add_argument("--output", type=text, help="the answer log (JSONL, appended; a rerun skips the ids already in it)")
-    g.add_argument("--column", type=text, help="the CSV column holding the state (without it: 'state', else 'text')")
+    g.add_argument("--column", type=text,
+                   help="the CSV column (or JSONL key) holding the state (without it: 'state', else 'text')")
     g.add_argument("--id-column", default="id", type=text,
-                   help="the CSV column holding the id (a CSV without it: row numbers)")
+                   help="the column (or key) holding the id (without it: row numbers, or a JSONL file's line numbers)")
+    g.add_argument("--label", action="append", type=text, metavar="[QUESTION_ID=]COLUMN",
+                   help="the column (or key) holding each row's true answer, written on its line for jev calibrate: "
+                        "an option's name, a level's index, true/false; QUESTION_ID= where there are several "
+                        "questions (repeat the flag for each); the answers are then the model's own, uncalibrated")
     g.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, help="items in flight at once")
     g.add_argument("--method", default=Options.default("method"), choices=Options.choices("method"),
                    help="the engine's readout (auto learns; logprobs pins it for vLLM, SGLang, llama.cpp)")
@@ -117,6 +122,7 @@ def _prepare(args: argparse.Namespace) -> tuple[dict[str, Any], list[Any], dict[
     from jev_shared import InvalidQuestionError, wire_error
     from jev_shared.batch import check_questions
     from jev_shared.batch.files import InputError, check_output, load_questions, read_items, read_log, to_decide
+    from jev_shared.batch.labels import labeler
 
     if not args.output:
         return _fail("invalid_request", "--input needs --output FILE (the answer log)")
@@ -127,7 +133,8 @@ def _prepare(args: argparse.Namespace) -> tuple[dict[str, Any], list[Any], dict[
         check_questions(paper_client(args), questions)
         check_output(args.output)
         check_output(review_path(args))
-        items = read_items(args.input, column=args.column, id_column=args.id_column)
+        items = read_items(args.input, column=args.column, id_column=args.id_column,
+                           labels=labeler(args.label, questions))
         done = read_log(args.output)
     except InvalidQuestionError as exc:
         print(json.dumps({"error": wire_error(exc)}), file=sys.stderr)
@@ -178,9 +185,9 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
 
     with ExitStack() as stack:
         backend = next(iter(backends(args, stack).values()))
-        client = SystemOneClient(sync_client(backend),
+        client = SystemOneClient(sync_client(backend),  # labelled: the model's own answers, for jev calibrate to fit
                                  model=backend.model, api=backend.api, layout=args.layout, method=args.method,
-                                 memory=memory(args))
+                                 memory=memory(args), calibrator=None if args.label else "auto")
         prepared = client.prepare(questions)  # the one-time costs, before the bar, so its rate is the run's
         print(f"jev decide: {prepared}", file=sys.stderr, flush=True)
         totals.started = time.perf_counter()  # decisions/s counts the run, not the start-up and preparation
