@@ -17,10 +17,11 @@ import pytest
 
 from jev_shared import AsyncSystemOneClient, Choice, Example, Noul, SystemOneClient
 from jev_shared.backend import Backend, describe
-from jev_shared.calls import Call
+from jev_shared.calls import Call, Intent
 from jev_shared.local import WIRE_MODEL, LocalServer
 from jev_shared.local.slots import SlotCache
 from jev_shared.prompt import state_block
+from tests.helpers.calls import with_turns, zero_shot
 
 pytestmark = pytest.mark.slow
 
@@ -110,25 +111,23 @@ def test_a_slot_another_request_took_is_not_kept(tmp_path: Path) -> None:
     assert list(tmp_path.glob("*.bin")) == []  # it held a user's state: deleted
 
 
-def _call(user: str, system: str = "rules and a question") -> Call:
-    return Call("chat_completions", {"model": "m", "messages": [{"role": "system", "content": system},
-                                                                {"role": "user", "content": user}]})
+def _call(state: str, system: str = "rules and a question") -> Call:
+    return zero_shot(state, system)
 
 
 def test_only_a_prompts_first_request_on_a_server_is_pinned(tmp_path: Path) -> None:
     cache = SlotCache("http://127.0.0.1:9/v1", tmp_path, n_slots=2)  # no file: nothing to restore
-    first, restore, keep = cache.plan(_call(state_block(STATE)))
+    first, restore, keep = cache.plan(_call(STATE))
     assert first.kwargs["extra_body"] == {"id_slot": 0} and restore is None and keep
-    again, _, keep_again = cache.plan(_call(state_block("another state")))
+    again, _, keep_again = cache.plan(_call("another state"))
     assert "extra_body" not in again.kwargs and not keep_again  # read on this server already
-    other, _, _ = cache.plan(_call(state_block(STATE), system="another question"))
+    other, _, _ = cache.plan(_call(STATE, system="another question"))
     assert other.kwargs["extra_body"]["id_slot"] == 1
-    third, _, keep_third = cache.plan(_call(state_block(STATE), system="a third question"))
+    third, _, keep_third = cache.plan(_call(STATE, system="a third question"))
     assert "extra_body" not in third.kwargs and not keep_third  # more prompts than slots: left to the server
-    with_examples = Call("chat_completions", {"messages": [{"role": "system", "content": "x"},
-                                                           {"role": "user", "content": "ex"},
-                                                           {"role": "assistant", "content": "billing"},
-                                                           {"role": "user", "content": state_block("N/A")}]})
+    with_examples = with_turns([{"role": "system", "content": "x"}, {"role": "user", "content": "ex"},
+                                {"role": "assistant", "content": "billing"},
+                                {"role": "user", "content": state_block("N/A")}], Intent.TWIN)
     assert cache.plan(with_examples) == (with_examples, None, False)
 
 
@@ -136,12 +135,12 @@ def test_the_debias_priors_content_free_twins_ride_on_their_prompts_slot(tmp_pat
     """After a prompt's answer, its content-free twins (the debias prior's) go to the slot that holds the prompt,
     so a fresh server reads only their state; a user's state of the same prompt is left to the server (issue 33)."""
     cache = SlotCache("http://127.0.0.1:9/v1", tmp_path, n_slots=2)
-    cache.plan(_call(state_block(STATE)))
-    cache.plan(_call(state_block(STATE), system="another question"))
+    cache.plan(_call(STATE))
+    cache.plan(_call(STATE, system="another question"))
     for state in ("N/A", "", "[MASK]"):
-        twin, restore, keep = cache.plan(_call(state_block(state), system="another question"))
+        twin, restore, keep = cache.plan(_call(state, system="another question"))
         assert twin.kwargs["extra_body"] == {"id_slot": 1} and restore is None and not keep
-    user, _, _ = cache.plan(_call(state_block("a user's other state"), system="another question"))
+    user, _, _ = cache.plan(_call("a user's other state", system="another question"))
     assert "extra_body" not in user.kwargs
 
 

@@ -19,23 +19,23 @@ from typing import Any
 
 import pytest
 
-from jev_shared.calls import Call, Reply
+from jev_shared.calls import Call, Intent, Reply
 from jev_shared.local import first_round as fr
 from jev_shared.local.slots import SlotCache
 from jev_shared.prompt import state_block
+from tests.helpers.calls import with_turns, zero_shot
 
-STATE = state_block("I was charged twice, please refund.")
+USER_STATE = "I was charged twice, please refund."
+STATE = state_block(USER_STATE)
 
 
-def _zero_shot(user: str) -> Call:
-    return Call("chat_completions", {"model": "m", "messages": [{"role": "system", "content": "rules; is it spam?"},
-                                                                {"role": "user", "content": user}]})
+def _zero_shot(state: str) -> Call:
+    return zero_shot(state, "rules; is it spam?")
 
 
 def _with_examples() -> Call:
-    return Call("chat_completions", {"model": "m", "messages": [
-        {"role": "system", "content": "rules; which team?"}, {"role": "user", "content": "example"},
-        {"role": "assistant", "content": "billing"}, {"role": "user", "content": STATE}]})
+    return with_turns([{"role": "system", "content": "rules; which team?"}, {"role": "user", "content": "example"},
+                       {"role": "assistant", "content": "billing"}, {"role": "user", "content": STATE}])
 
 
 class _Quiet(SlotCache):
@@ -61,8 +61,9 @@ def _recording(log: list[str], hold: dict[str, threading.Event]) -> Any:
 
 def _held_out(team: Call) -> Call:
     """The choice's held-out prior: its rules, an example as the state (never pinned: not zero-shot)."""
-    return Call("chat_completions", {**team.kwargs, "messages": team.kwargs["messages"][:1] + [
-        {"role": "user", "content": STATE}, {"role": "assistant", "content": "x"}, {"role": "user", "content": "y"}]})
+    return with_turns(team.kwargs["messages"][:1] + [{"role": "user", "content": STATE},
+                                                     {"role": "assistant", "content": "x"},
+                                                     {"role": "user", "content": "y"}], Intent.PRIOR)
 
 
 def _name(call: Call) -> str:
@@ -79,7 +80,7 @@ def _later(fn: Any, *args: Any) -> threading.Thread:
 
 
 def test_the_other_first_request_waits_for_the_leader_and_the_leaders_prior_for_both(tmp_path: Path) -> None:
-    spam, team, na = _zero_shot(STATE), _with_examples(), _zero_shot(state_block("N/A"))
+    spam, team, na = _zero_shot(USER_STATE), _with_examples(), _zero_shot("N/A")
     log: list[str] = []
     release = {"team": threading.Event()}
     send = _Quiet(tmp_path).wrap(_recording(log, release), [team, spam])
@@ -99,7 +100,7 @@ def test_the_other_first_request_waits_for_the_leader_and_the_leaders_prior_for_
 
 
 def test_a_failed_leader_lets_the_others_go(tmp_path: Path) -> None:
-    spam, team = _zero_shot(STATE), _with_examples()
+    spam, team = _zero_shot(USER_STATE), _with_examples()
     log: list[str] = []
 
     def send(call: Call) -> Reply:
@@ -119,7 +120,7 @@ def test_a_failed_leader_lets_the_others_go(tmp_path: Path) -> None:
 def test_no_round_without_a_new_prompt_or_without_another_request(tmp_path: Path) -> None:
     cache = _Quiet(tmp_path)
     assert fr.first_round([_with_examples()], {}, lambda call: None, threading.Event) is None
-    spam, team = _zero_shot(STATE), _with_examples()
+    spam, team = _zero_shot(USER_STATE), _with_examples()
     log: list[str] = []
     cache.wrap(_recording(log, {}))(spam)  # the server has read the prompt now: no leader left
     hold = {"team": threading.Event()}
@@ -136,16 +137,16 @@ def test_no_round_without_a_new_prompt_or_without_another_request(tmp_path: Path
 def test_a_wait_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fr, "WAIT_S", 0.2)
     log: list[str] = []
-    send = _Quiet(tmp_path).wrap(_recording(log, {}), [_with_examples(), _zero_shot(STATE)])
+    send = _Quiet(tmp_path).wrap(_recording(log, {}), [_with_examples(), _zero_shot(USER_STATE)])
     started = time.perf_counter()
-    send(_zero_shot(state_block("N/A")))  # a leader's later request: waits for the first ones, which never come
+    send(_zero_shot("N/A"))  # a leader's later request: waits for the first ones, which never come
     assert 0.2 <= time.perf_counter() - started < 2 and log == ["N/A sent", "N/A answered"]
 
 
 def test_another_questions_later_request_waits_for_the_leaders_prior_under_way(tmp_path: Path) -> None:
     """The choice's held-out prior (sent once its answer is back) goes after the noul's N/A call (sent then too), so it
     does not take the noul's slot before that call is read and the slot saved."""
-    spam, team, na = _zero_shot(STATE), _with_examples(), _zero_shot(state_block("N/A"))
+    spam, team, na = _zero_shot(USER_STATE), _with_examples(), _zero_shot("N/A")
     held_out = _held_out(team)
     log: list[str] = []
     release = {"team": threading.Event(), "N/A": threading.Event()}
@@ -168,12 +169,12 @@ def test_another_questions_later_request_waits_for_the_leaders_prior_under_way(t
 
 def _past_the_first_requests(tmp_path: Path, log: list[str], hold: dict[str, threading.Event]) -> Any:
     """The README example's round once its first requests and the leader's N/A call have their replies."""
-    spam, team = _zero_shot(STATE), _with_examples()
+    spam, team = _zero_shot(USER_STATE), _with_examples()
     send = _Quiet(tmp_path).wrap(_recording(log, hold), [team, spam])
     first = _later(send, team)
     send(spam)
     first.join(5)
-    send(_zero_shot(state_block("N/A")))
+    send(_zero_shot("N/A"))
     return send
 
 
@@ -187,7 +188,7 @@ def test_the_leaders_next_prior_call_waits_for_another_questions_prior_under_way
     send = _past_the_first_requests(tmp_path, log, hold)
     held = _later(send, _held_out(_with_examples()))
     time.sleep(0.1)
-    empty = _later(send, _zero_shot(state_block("")))
+    empty = _later(send, _zero_shot(""))
     time.sleep(0.1)
     assert log[-1] == "held sent"  # the empty state waits
     hold["held"].set()
@@ -215,12 +216,12 @@ def test_released_by_the_same_reply_the_two_kinds_of_later_request_do_not_overla
             in_flight.discard(_name(call))
         return Reply({}, 0.0)
 
-    spam, team = _zero_shot(STATE), _with_examples()
+    spam, team = _zero_shot(USER_STATE), _with_examples()
     send = _Quiet(tmp_path).wrap(server, [team, spam])
     first = _later(send, team)
     send(spam)
     first.join(5)
-    noul = _later(lambda: (send(_zero_shot(state_block("N/A"))), send(_zero_shot(state_block("")))))
+    noul = _later(lambda: (send(_zero_shot("N/A")), send(_zero_shot(""))))
     time.sleep(0.05)
     held = _later(send, _held_out(team))  # waits for the N/A call
     time.sleep(0.05)
@@ -232,7 +233,7 @@ def test_released_by_the_same_reply_the_two_kinds_of_later_request_do_not_overla
 
 
 def test_the_async_twin_keeps_the_same_order(tmp_path: Path) -> None:
-    spam, team, na = _zero_shot(STATE), _with_examples(), _zero_shot(state_block("N/A"))
+    spam, team, na = _zero_shot(USER_STATE), _with_examples(), _zero_shot("N/A")
     log: list[str] = []
 
     async def asend(call: Call) -> Reply:
@@ -254,7 +255,7 @@ def test_the_async_twin_keeps_the_same_order(tmp_path: Path) -> None:
 
 def test_the_async_twin_keeps_the_later_requests_apart(tmp_path: Path) -> None:
     """AsyncSystemOneClient's path (awrap): the held-out prior in flight, the noul's empty state waits for its reply."""
-    spam, team = _zero_shot(STATE), _with_examples()
+    spam, team = _zero_shot(USER_STATE), _with_examples()
     log: list[str] = []
 
     async def asend(call: Call) -> Reply:
@@ -267,10 +268,10 @@ def test_the_async_twin_keeps_the_later_requests_apart(tmp_path: Path) -> None:
         send = _Quiet(tmp_path).awrap(asend, [team, spam])
         first = asyncio.create_task(send(team))
         await send(spam)
-        await asyncio.gather(first, send(_zero_shot(state_block("N/A"))))
+        await asyncio.gather(first, send(_zero_shot("N/A")))
         held = asyncio.create_task(send(_held_out(team)))
         await asyncio.sleep(0.01)
-        await asyncio.gather(held, send(_zero_shot(state_block(""))))
+        await asyncio.gather(held, send(_zero_shot("")))
 
     asyncio.run(main())
     assert log[-4:] == ["held sent", "held answered", "empty sent", "empty answered"]

@@ -18,14 +18,15 @@ from jev_shared.calls import Call, Reply
 from jev_shared.local import WIRE_MODEL, LocalServer
 from jev_shared.local.slots import SlotCache
 from jev_shared.prompt import state_block
+from tests.helpers.calls import repair as repair_turn
+from tests.helpers.calls import zero_shot
 
 STATE = "Invoice 88213 was charged twice to my Visa card, please refund it quickly."
 QUESTIONS = {"spam": Noul(instructions="This is spam.")}
 
 
-def _call(user: str, system: str = "rules and a question") -> Call:
-    return Call("chat_completions", {"model": "m", "messages": [{"role": "system", "content": system},
-                                                                {"role": "user", "content": user}]})
+def _call(state: str, system: str = "rules and a question") -> Call:
+    return zero_shot(state, system)
 
 
 class _Kept(SlotCache):
@@ -49,20 +50,20 @@ def _send(sent: list[Call]) -> Any:
 def test_the_answer_waits_for_its_priors_na_call_and_is_kept_after_it(tmp_path: Path) -> None:
     cache, sent = _Kept(tmp_path), []
     send = cache.wrap(_send(sent))
-    send(_call(state_block(STATE)))
+    send(_call(STATE))
     assert cache.kept == [] and cache.pending  # no twin of its own after the answer
-    send(_call(state_block("N/A")))
+    send(_call("N/A"))
     assert cache.kept == [state_block("N/A")] and not cache.pending  # the prior's N/A call is the twin
     assert sent[1].kwargs["extra_body"] == {"id_slot": 0}  # pinned to the slot that holds the prompt
     for state in ("", "[MASK]"):
-        send(_call(state_block(state)))
+        send(_call(state))
     cache.settle()
     assert cache.kept == [state_block("N/A")]  # once
 
 
 def test_a_prompt_whose_prior_is_not_asked_gets_its_twin_when_the_call_is_finished(tmp_path: Path) -> None:
     cache = _Kept(tmp_path)
-    cache.wrap(_send([]))(_call(state_block(STATE)))
+    cache.wrap(_send([]))(_call(STATE))
     cache.settle()
     assert cache.kept == [state_block(STATE)] and not cache.pending  # keep() sends this one's twin
 
@@ -70,22 +71,20 @@ def test_a_prompt_whose_prior_is_not_asked_gets_its_twin_when_the_call_is_finish
 def test_a_repair_turn_or_another_state_of_the_prompt_keeps_it_first(tmp_path: Path) -> None:
     cache, sent = _Kept(tmp_path), []
     send = cache.wrap(_send(sent))
-    send(_call(state_block(STATE)))
-    repair = Call("chat_completions", {"model": "m", "messages": [
-        {"role": "system", "content": "rules and a question"}, {"role": "user", "content": state_block(STATE)},
-        {"role": "assistant", "content": "maybe"}, {"role": "user", "content": "Your previous reply was invalid: x"}]})
+    send(_call(STATE))
+    repair = repair_turn(STATE, "maybe", "Your previous reply was invalid: x")
     send(repair)
     assert cache.kept == [state_block(STATE)] and not cache.pending  # kept before the repair took the slot
     other = _Kept(tmp_path)
     send = other.wrap(_send([]))
-    send(_call(state_block(STATE)))
-    send(_call(state_block("")))  # a content-free state that is not the twin: the twin of its own first
+    send(_call(STATE))
+    send(_call(""))  # a content-free state that is not the twin: the twin of its own first
     assert other.kept == [state_block(STATE)]
 
 
 def test_a_first_request_that_is_the_twin_is_kept_at_once(tmp_path: Path) -> None:
     cache = _Kept(tmp_path)
-    cache.wrap(_send([]))(_call(state_block("N/A")))  # prepare()'s state
+    cache.wrap(_send([]))(_call("N/A"))  # prepare()'s state
     assert cache.kept == [state_block("N/A")] and not cache.pending
 
 

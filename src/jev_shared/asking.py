@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
-from .calls import Call, Flow
+from .calls import CONTENT_FREE_STATES, Call, Flow, Intent, Prompt
 from .errors import FieldRefusedError, IncompleteAnswerError, LabelReadoutError, MalformedAnswerError, ProviderError
 from .faults import READOUT_FIELDS, refused_field, route_missing, sent_fields
 from .memory import BackendMemory, Memory
 from .options import Options
+from .prompt import state_block
 from .questions import Prepared
 from .record import Record
 from .registry import build_call, fallback_of, parse_reply
@@ -56,8 +58,9 @@ def ask_until_read(ask: Ask, surface: str, messages: Messages, fields: dict[str,
                    repair: str) -> Flow[tuple[Parsed, T]]:
     """Ask, read; a reply that cannot be read earns ``n_retry_malformed`` repair turns saying why."""
     last = ask.options.n_retry_malformed
+    intent, stem = intent_of(ask.state), zero_shot_stem(ask, messages)
     for attempt in range(last + 1):
-        parsed = yield from call(ask, surface, messages, fields, extra)
+        parsed = yield from call(ask, surface, messages, fields, extra, intent, stem)
         try:
             return parsed, read(parsed)
         except (LabelReadoutError, MalformedAnswerError, IncompleteAnswerError) as exc:
@@ -68,20 +71,50 @@ def ask_until_read(ask: Ask, surface: str, messages: Messages, fields: dict[str,
                 {"role": "assistant", "content": parsed.content or ""},
                 {"role": "user", "content": f"{REPAIR_PREFIX}: {exc}. {repair}"},
             ]
+            intent = Intent.REPAIR
     raise AssertionError("unreachable")
 
 
-def call(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any],
-         extra: dict[str, Any]) -> Flow[Parsed]:
-    """Send one request and read the reply; refusals and filters raise here.
+def intent_of(state: Any) -> Intent:
+    """A question's request about ``state``: its answer, or content-free where the state is one of the debias
+    prior's content-free ones (the first: the twin's), whoever asks about it."""
+    if isinstance(state, str) and state in CONTENT_FREE_STATES:
+        return Intent.TWIN if state == CONTENT_FREE_STATES[0] else Intent.CONTENT_FREE
+    return Intent.ANSWER
+
+
+def zero_shot_stem(ask: Ask, messages: Messages) -> str | None:
+    """The prompt's part that holds no state, where the prompt is zero-shot with the state last (its system
+    message; the state alone follows), else None."""
+    if ask.prep.examples or ask.options.layout in ("split", "fused"):
+        return None
+    return messages[0]["content"]
+
+
+#: The intents whose prompt is the question's own, found by :func:`call` (a repair turn is given its prompt's).
+_OWN_PROMPT = frozenset({Intent.ANSWER, Intent.CONTENT_FREE, Intent.TWIN})
+
+
+def call(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
+         intent: Intent = Intent.ANSWER, stem: str | None = None) -> Flow[Parsed]:
+    """Send one request and read the reply; refusals and filters raise here. The request carries ``intent`` and
+    its prompt (``stem``: a repair turn's, the prompt's it repairs; an answer's or a content-free prior's is found
+    here).
 
     A refused optional field is dropped and the call re-asked (remembered for the client); under
     api='auto' a 404 from the Responses route that does not name the model moves to Chat Completions.
     """
     rec, model = ask.record, ask.model
+    if stem is None and intent in _OWN_PROMPT:
+        stem = zero_shot_stem(ask, messages)
+    prompt = Prompt(model, messages, stem)
     while True:
-        request = build_call(surface, model, messages, fields, extra, ask.options.extra_body)
-        strip_fields(request, ask.memory.refused_on((model, surface)))
+        refused = ask.memory.refused_on((model, surface))
+        request = _built(surface, model, messages, fields, extra, ask.options.extra_body, refused)
+        request.intent, request.prompt = intent, prompt
+        if stem is not None:
+            request.twin = partial(_twin, surface, model, messages[0], fields, extra, ask.options.extra_body,
+                                   refused, stem)
         rec.note("request", request.kwargs)
         rec.usage.n_calls += 1
         rec.surfaces.append(surface)
@@ -100,6 +133,23 @@ def call(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any],
         rec.note("response", reply.body)
         check_refusal(parsed)
         return parsed
+
+
+def _built(surface: str, model: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
+           user_extra: dict[str, Any] | None, refused: set[str]) -> Call:
+    """The surface's request, less the fields this server refused."""
+    request = build_call(surface, model, messages, fields, extra, user_extra)
+    strip_fields(request, refused)
+    return request
+
+
+def _twin(surface: str, model: str, system: dict[str, Any], fields: dict[str, Any], extra: dict[str, Any],
+          user_extra: dict[str, Any] | None, refused: set[str], stem: str) -> Call:
+    """A zero-shot request's content-free twin: its system message, the state ``N/A``, its fields."""
+    messages = [system, {"role": "user", "content": state_block(CONTENT_FREE_STATES[0])}]
+    request = _built(surface, model, messages, fields, extra, user_extra, refused)
+    request.intent, request.prompt = Intent.TWIN, Prompt(model, messages, stem)
+    return request
 
 
 def _on_provider_error(ask: Ask, surface: str, request: Call, exc: ProviderError) -> str | None:

@@ -2,13 +2,22 @@
 
 A flow (see :mod:`flows`) yields a :class:`Call` and is sent a :class:`Reply`; the drivers in
 :mod:`drive` do the sending. :class:`Budget` is the call's total time, shared by its questions.
+
+A call carries what the flow that built it knows: its :class:`Intent` (a question's answer, a debias prior, the
+content-free twin, a repair turn, a read-on, a hosted call) and its :class:`Prompt` (the messages as the engine
+wrote them, before any wire translation). Whatever wraps the send (the embedded server's kept prompts,
+``local/slots.py``) reads those, never the wire's own fields.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
 from typing import Any, TypeVar
 
 from .errors import DecisionTimeoutError
@@ -54,14 +63,66 @@ class Budget:
 NO_BUDGET = Budget()
 
 
+class Intent(StrEnum):
+    """What a call is for, as the flow that builds it knows."""
+
+    #: a question's own request, about the caller's state
+    ANSWER = "answer"
+    #: the same prompt again, after a reply that could not be read, saying why
+    REPAIR = "repair"
+    #: a shared prefix of several option names prefilled, its next token read
+    READ_ON = "read-on"
+    #: a debias prior's request about an example's state, held out from the examples asked with it
+    PRIOR = "prior"
+    #: a debias prior's request about a content-free state
+    CONTENT_FREE = "content-free"
+    #: the content-free twin: the question's prompt with the state ``N/A`` (the first content-free prior)
+    TWIN = "twin"
+    #: every question in one request to a hosted wire
+    HOSTED = "hosted"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The messages as the engine wrote them, before any wire translation.
+
+    ``stem`` is the part that holds no state where the prompt is zero-shot with the state last (its system
+    message: the rules, the question and its options; the state alone follows), else None. A repair turn keeps
+    the stem of the prompt it repairs. :attr:`key` names the stem for a model, the same on every run.
+    """
+
+    model: str
+    messages: list[dict[str, Any]]
+    stem: str | None = None
+
+    @cached_property
+    def key(self) -> str | None:
+        """The stem's stable key (the model and the stem, hashed), or None where there is no stem."""
+        if self.stem is None:
+            return None
+        return hashlib.sha256(json.dumps([self.model, self.stem]).encode()).hexdigest()[:32]
+
+
 @dataclass
 class Call:
-    """One provider call: the surface, the client method's attribute path, and its keyword arguments."""
+    """One provider call: the surface, the client method's attribute path, and its keyword arguments; what it is
+    for (``intent``) and the prompt it carries (``prompt``), set by the flow that builds it."""
 
     surface: str
     kwargs: dict[str, Any]
     #: e.g. ("chat", "completions", "create"); the surfaces module fills it in.
     path: tuple[str, ...] = ()
+    intent: Intent = Intent.ANSWER
+    prompt: Prompt | None = field(default=None, compare=False)
+    #: The content-free twin of this call, built when asked (the same prompt and fields, the state ``N/A``), where
+    #: the prompt has a stem; else None.
+    twin: Callable[[], Call] | None = field(default=None, repr=False, compare=False)
+
+
+#: The debias prior's content-free states (Zhao et al. 2021, "Calibrate Before Use"); the first is the twin's.
+CONTENT_FREE_STATES = ("N/A", "", "[MASK]")
+#: The intents of a request about a content-free state (never a caller's).
+CONTENT_FREE_INTENTS = frozenset({Intent.CONTENT_FREE, Intent.TWIN})
 
 
 @dataclass

@@ -17,7 +17,7 @@ import os
 from typing import Any
 
 from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, build_answer
-from .calls import Call, Flow
+from .calls import Call, Flow, Intent
 from .errors import InvalidQuestionError, MalformedReplyError, ModelRefusalError, ProviderError, UnsupportedMethodError
 from .options import Options
 from .prompt import render_state
@@ -80,9 +80,9 @@ def build(api: str, model: str, state: Any, preps: list[Prepared]) -> Call:
     if api == "systemone":
         questions = {p.id: p.question.model_dump(exclude_none=True, exclude={"examples"}) for p in preps}
         body = {"state": _state_json(state), "model": model, "questions": questions}
-        return Call("systemone", {"path": "/systemone", "body": body}, SURFACES["systemone"].path)
+        return Call("systemone", {"path": "/systemone", "body": body}, SURFACES["systemone"].path, Intent.HOSTED)
     kwargs = {"model": model, "input": _decision_input(state), "questions": [_decision_question(p) for p in preps]}
-    return Call("decisions", kwargs, SURFACES["decisions"].path)
+    return Call("decisions", kwargs, SURFACES["decisions"].path, Intent.HOSTED)
 
 
 def _decision_input(state: Any) -> Any:

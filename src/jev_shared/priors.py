@@ -11,8 +11,8 @@ import dataclasses
 import json
 from typing import Any
 
-from .asking import Ask, call
-from .calls import Flow
+from .asking import Ask, call, intent_of
+from .calls import CONTENT_FREE_STATES, Flow, Intent
 from .exact import is_exact, own_token_fold, still_exact
 from .labels import AmbiguousNamesError, LabelStyle
 from .methods import request_fields
@@ -24,7 +24,7 @@ from .readout import PRIOR_FLOOR, divide_prior, read_labels, softmax_labels, spl
 from .registry import SURFACES
 
 #: debias=True asks each prompt about these states once (Zhao et al. 2021, "Calibrate Before Use").
-CONTENT_FREE = ("N/A", "", "[MASK]")
+CONTENT_FREE = CONTENT_FREE_STATES
 
 
 def debias_prior(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[list[float] | None]:
@@ -138,7 +138,8 @@ def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kin
         fields, extra = request_fields(method, prep, opts.method_config, symbols)
         exact = still_exact(is_exact(fields, extra), ask.memory.refused_on((ask.model, surface)))
         ask.record.prior_calls += 1
-        parsed = yield from call(ask, surface, messages, fields, extra)
+        intent = intent_of(state) if kind == "content-free" else Intent.PRIOR
+        parsed = yield from call(ask, surface, messages, fields, extra, intent)
         try:
             fold = own_token_fold(style.fold, parsed.logprobs, opts.token_ids, symbols) if exact else style.fold
             rows[i] = read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .asking import Ask, Messages, call
-from .calls import Flow
+from .calls import Flow, Intent
 from .continuation import PREFILL_FIELDS, chain, conditional, shared_lead, window_of
 from .exact import EXACT_SOURCE, exact_fields, is_exact, next_ids, still_exact, window_only
 from .labels import AmbiguousNamesError, names_starting
@@ -62,7 +62,7 @@ def read_on(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], 
     if ids:
         exact, exact_extra = exact_fields(ids)
         sent, sent_extra = {**fields, **exact}, {**extra, **exact_extra}
-    parsed = yield from call(ask, surface, prefill, sent, {**sent_extra, **PREFILL_FIELDS})
+    parsed = yield from call(ask, surface, prefill, sent, {**sent_extra, **PREFILL_FIELDS}, Intent.READ_ON)
     window = window_of(parsed.logprobs, parsed.content)
     lead = shared_lead(prefix, group, window) if depth > 1 else None
     splits = {}

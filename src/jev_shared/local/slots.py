@@ -41,11 +41,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..asking import REPAIR_PREFIX
-from ..calls import Call, Reply
+from ..calls import CONTENT_FREE_INTENTS, Call, Intent, Reply
 from ..files import read_bytes, write_atomic
-from ..priors import CONTENT_FREE
-from ..prompt import state_block
 from .first_round import FirstRound, first_round
 
 #: Files kept per model (about 12 KB a token for the 0.5B model: ~1.6 MB a question's prompt).
@@ -55,46 +52,30 @@ MAX_BYTES = 128 * 1024 * 1024
 #: Longer prompts are not kept (about 12 MB for the 0.5B model): they are per-call content far more
 #: often than a question asked again, such as a reranker's ten passages.
 MAX_PROMPT_TOKENS = 1024
-#: The state of the twin whose slot is saved: content-free (one of the debias prior's).
-TWIN_STATE = "N/A"
-#: The debias prior's content-free states as the prompt writes them.
-_CONTENT_FREE_BLOCKS = frozenset(state_block(s) for s in CONTENT_FREE)
+#: What ``/apply-template`` reads of a Chat Completions body: the twin's prompt as its template renders it.
+_TEMPLATE_FIELDS = ("messages", "chat_template_kwargs")
 
 
 def _zero_shot(call: Call) -> str | None:
-    """The prompt's key of a zero-shot state_last request (a system message, then the state), else None."""
-    messages = call.kwargs.get("messages")
-    if not isinstance(messages, list) or len(messages) != 2:
-        return None
-    system, user = messages
-    if system.get("role") != "system" or user.get("role") != "user" or not isinstance(user.get("content"), str):
-        return None
-    return _key(call.kwargs.get("model"), system.get("content"))
+    """The key of a zero-shot prompt's request about its own state (an answer, a content-free prior), else None."""
+    prompt = call.prompt
+    return None if prompt is None or call.intent is Intent.REPAIR else prompt.key
 
 
 def _content_free(call: Call) -> bool:
     """Whether a zero-shot request's state is one of the debias prior's content-free ones (never a user's)."""
-    return call.kwargs["messages"][1]["content"] in _CONTENT_FREE_BLOCKS
+    return call.intent in CONTENT_FREE_INTENTS
 
 
 def _is_twin(call: Call) -> bool:
-    """Whether a zero-shot request's state is the twin's (``N/A``): its slot, once answered, holds what is kept."""
-    return bool(call.kwargs["messages"][1]["content"] == state_block(TWIN_STATE))
-
-
-def _key(model: Any, system: Any) -> str:
-    return hashlib.sha256(json.dumps([model, system]).encode()).hexdigest()[:32]
+    """Whether a zero-shot request is the twin (the state ``N/A``): its slot, once answered, holds what is kept."""
+    return call.intent is Intent.TWIN
 
 
 def _repaired(call: Call) -> str | None:
     """The prompt's key of a repair turn of a zero-shot request (its reply failed the readout), else None."""
-    messages = call.kwargs.get("messages")
-    if not isinstance(messages, list) or len(messages) != 4 or messages[0].get("role") != "system":
-        return None
-    last = messages[-1].get("content")
-    if messages[2].get("role") != "assistant" or not isinstance(last, str) or not last.startswith(REPAIR_PREFIX):
-        return None
-    return _key(call.kwargs.get("model"), messages[0].get("content"))
+    prompt = call.prompt
+    return prompt.key if prompt is not None and call.intent is Intent.REPAIR else None
 
 
 class SlotCache:
@@ -177,14 +158,12 @@ class SlotCache:
         """Send the call's content-free twin to its slot, save the slot, and keep the file only if it
         holds exactly the twin's tokens (never a user's state)."""
         key, slot = _zero_shot(call), (call.kwargs.get("extra_body") or {}).get("id_slot")
-        if key is None or not isinstance(slot, int):
+        if key is None or not isinstance(slot, int) or call.twin is None and not _is_twin(call):
             return
-        twin = {**call.kwargs, "messages": [call.kwargs["messages"][0],
-                                            {"role": "user", "content": state_block(TWIN_STATE)}]}
+        twin = call.kwargs if _is_twin(call) or call.twin is None else _pinned(call.twin(), slot).kwargs
         body = {k: v for k, v in twin.items() if k not in ("extra_body", "timeout")} | twin.get("extra_body", {})
         try:
-            prompt = self._post("/apply-template", {k: body[k] for k in ("messages", "chat_template_kwargs")
-                                                    if k in body})["prompt"]
+            prompt = self._post("/apply-template", {k: body[k] for k in _TEMPLATE_FIELDS if k in body})["prompt"]
             ids = self._post("/tokenize", {"content": prompt, "parse_special": True})["tokens"]
             if len(ids) > MAX_PROMPT_TOKENS:
                 return
