@@ -306,7 +306,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None,
                         help="llama.cpp threads (default: the server's, min(4, cores)); 1 is steadier on a busy machine")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every decision")
-    parser.add_argument("--set", default="distinct", help="route names: distinct, collide, numbered, many (bench/sets.py)")
+    parser.add_argument("--set", default="distinct", help="route names: distinct, collide, numbered, many (bench/routers.py)")
     args = parser.parse_args()
     if args.set != "distinct":
         use_set(args.set)

@@ -91,7 +91,7 @@ class Result:
         return Record(self.probabilities, self.label, self.question)
 
 
-#: The routing question's names in the set run (``--set``, bench/sets.py): the data's label → the option's name.
+#: The routing question's names in the set run (``--set``, bench/routers.py): the data's label → the option's name.
 RENAME: dict[str, str] = {}
 
 
@@ -326,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="read the top-20 window on the embedded server too, the readout before the exact one (a 'window' row "
                          "variant), to compare with its exact readout")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the server's)")
-    ap.add_argument("--set", default="distinct", help="routing names: distinct, collide, numbered, many (bench/sets.py)")
+    ap.add_argument("--set", default="distinct", help="routing names: distinct, collide, numbered, many (bench/routers.py)")
     ap.add_argument("--questions", default=",".join(QUESTIONS), help="the questions to run, comma-separated")
     ap.add_argument("--out", type=Path, default=None, help="markdown file to update (full run: docs/quality.md)")
     ap.add_argument("--raw", type=Path, default=None, help="save every decision as JSON here")
@@ -336,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         del QUESTIONS[qid]
     if args.set != "distinct":
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from sets import swap_routing
+        from routers import swap_routing
 
         RENAME.update(swap_routing(QUESTIONS, args.set))
     args.variant = ", ".join(v for v in (args.variant, "debias" if args.debias else "", "window" if args.window else "",

@@ -37,7 +37,7 @@ README_STATE = "I was charged twice, please refund."
 README_LIKE = ("My parcel never arrived, please help.", "The app crashes when I log in.",
                "Please cancel my order from yesterday.", "Can I change my delivery address?",
                "Why was my card declined today?")
-#: One state per distractor route of bench/sets.py, written for this bench, so 15 options each have an example.
+#: One state per distractor route of bench/routers.py, written for this bench, so 15 options each have an example.
 DISTRACTOR_EXAMPLES = {
     "marketing": "Can we boost the spring campaign post on our social channels next week?",
     "sales_ops": "The CRM lost the territory assignment for my new prospects.",
@@ -64,7 +64,7 @@ def readme_questions() -> dict[str, Any]:
 def fifteen() -> tuple[dict[str, Any], list[Any], list[dict[str, Any]]]:
     """(the 15-option question, one example per option, routing items whose answer is among the options)."""
     from bench.quality import QUESTIONS
-    from bench.sets import DISTRACTORS
+    from bench.routers import DISTRACTORS
     from jev_shared import Choice, Example
 
     routes = dict(QUESTIONS["routing"].criteria)  # type: ignore[union-attr]
