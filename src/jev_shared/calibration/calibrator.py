@@ -151,6 +151,10 @@ class Calibrator:
             raise ValueError("no fit report: this calibrator was not fitted here; use evaluate(records)")
         return self._report
 
+    def fitted_keys(self) -> frozenset[str]:
+        """Every key this calibrator has a fit for (a temperature, offsets, a top-label scaling or a map)."""
+        return frozenset(self.temperatures) | set(self.biases) | set(self.tops) | set(self.maps)
+
     def key_for(self, question_id: str | None, kind: str, examples: bool = False) -> str:
         """The fit an answer uses: its question id's, else its kind's (``*choice+examples`` for a question
         asked with examples, then ``*choice``; ``*score``, ``*noul`` alike, as a calibration shipped for a

@@ -4,7 +4,8 @@
 A request ``{model, input, questions: [...]}`` becomes the System One request the engine answers
 (:meth:`Gateway.respond`): predicate -> noul, choice -> choice (each value a key, its description
 the option's), score -> score (each level ``label`` or ``label: description``). A question's id is
-its index ("0", "1", ...), which never reaches the prompt, so the same question asked on either wire
+its index ("0", "1", ...), or its ``name`` where a ``--calibration`` file fits that name (:func:`engine_ids`);
+an id never reaches the prompt, so the same question asked on either wire
 is the same prompt and the same distribution. Answers come back in question order, each with the
 question's ``name``; a question the model refuses is answered ``{"type": "refusal", name}`` while the
 others keep their answers (then each question is asked on its own, to learn which one refused).
@@ -246,10 +247,26 @@ def _key(value: str | bool) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else value
 
 
-def to_systemone(req: DecisionsRequest) -> tuple[SystemOneRequest, list[_Asked]]:
-    """The System One request the engine answers, and how to map its answers back."""
+def engine_ids(req: DecisionsRequest, cal: Calibration | None = None) -> list[str]:
+    """Each question's id toward the engine: its index, or its ``name`` where ``--calibration``'s calibrator has a
+    fit of that name (a temperature, offsets, a top-label scaling or a map), the name is the request's only one of
+    it and no other question's index: the engine calibrates an answer by its question id, so the same question
+    with the same file answers the same on both wires (sets are looked up by name already: :func:`_with_set`)."""
+    ids = [str(i) for i in range(len(req.questions))]
+    fitted = cal.calibrator.fitted_keys() if cal is not None and cal.calibrator is not None else frozenset()
+    names = [q.name for q in req.questions]
+    for i, name in enumerate(names):
+        if name in fitted and names.count(name) == 1 and name not in ids:
+            ids[i] = name
+    return ids
+
+
+def to_systemone(req: DecisionsRequest, ids: list[str] | None = None) -> tuple[SystemOneRequest, list[_Asked]]:
+    """The System One request the engine answers (question ids: ``ids``, else the indexes), and how to map its
+    answers back."""
     mapped = [_engine_question(i, q) for i, q in enumerate(req.questions)]
-    questions = {str(i): q for i, (q, _) in enumerate(mapped)}
+    ids = ids or [str(i) for i in range(len(mapped))]
+    questions = {ids[i]: q for i, (q, _) in enumerate(mapped)}
     sysone = SystemOneRequest.model_validate({"model": req.model, "state": _state(req.input), "questions": questions})
     return sysone, [a for _, a in mapped]
 
@@ -291,10 +308,11 @@ def reply(model: str, asked: list[_Asked], answers: list[Any], responses: list[S
     return {"answers": out, "model": model, "usage": usage}
 
 
-async def decide(gw: Gateway, req: DecisionsRequest, key: str | None, noted: dict[str, Any]) -> dict[str, Any]:
+async def decide(gw: Gateway, req: DecisionsRequest, key: str | None, noted: dict[str, Any],
+                 ids: list[str] | None = None) -> dict[str, Any]:
     """Every question in one engine call; when the model refuses one, each is asked alone to find which."""
-    sysone, asked = to_systemone(req)
     cal = gw.config.calibration
+    sysone, asked = to_systemone(req, ids or engine_ids(req, cal))
     try:
         resp = await gw.respond(sysone, key, noted)
         return reply(req.model, asked, list(resp.answers.values()), [resp], cal)
@@ -330,10 +348,17 @@ def _decisions_field(field: str | None, kinds: dict[str, str]) -> str | None:
     return ".".join(parts)
 
 
-def error_body(err: ApiError, kinds: dict[str, str] | None = None) -> dict[str, Any]:
-    """The gateway's error body in the Decisions request's names, with OpenAI's ``param`` and ``code``."""
+def error_body(err: ApiError, kinds: dict[str, str] | None = None, ids: list[str] | None = None) -> dict[str, Any]:
+    """The gateway's error body in the Decisions request's names (a question by its index, whatever its engine
+    id: :func:`engine_ids`), with OpenAI's ``param`` and ``code``."""
     body = err.body()
     detail = body["error"]
+    index = {qid: str(i) for i, qid in enumerate(ids or [])}
+    if detail.get("question_id") in index:
+        detail["question_id"] = index[detail["question_id"]]
+    parts = str(detail.get("field") or "").split(".")
+    if len(parts) > 1 and parts[0] == "questions" and parts[1] in index:
+        detail["field"] = ".".join([parts[0], index[parts[1]], *parts[2:]])
     field = _decisions_field(detail.get("field"), kinds or {})
     if field is not None:
         detail["field"] = field
@@ -353,10 +378,11 @@ async def decisions(req: DecisionsRequest, request: Request, gw: Gateway = Depen
                     key: str | None = Depends(caller)) -> Response:  # noqa: B008
     noted = request.scope.setdefault("jev", {})
     kinds = {str(i): {"predicate": "noul"}.get(q.type, q.type) for i, q in enumerate(req.questions)}
+    ids = engine_ids(req, gw.config.calibration)
     try:
-        body = await decide(gw, req, key, noted)
+        body = await decide(gw, req, key, noted, ids)
     except Exception as exc:  # noqa: BLE001 - every failure leaves typed
         err = from_exception(exc, gw.config.retry_after_s)
         noted["error"] = err.type
-        return json_response(err.status, error_body(err, kinds), err.headers)
+        return json_response(err.status, error_body(err, kinds, ids), err.headers)
     return json_response(200, body)
