@@ -2,7 +2,7 @@
 
 ``mode="list"`` asks one ``Choice`` per batch of nodes: the nodes are the options (their text the
 descriptions, letters the labels), the query the state, and a node's relevance is the probability
-that it is the passage that answers. Measured on Qwen2.5-Coder-0.5B (bench/rerank_tune.py), that
+that it is the passage that answers. Measured on Qwen2.5-Coder-0.5B (``python -m bench rerank_tune``), that
 comparison separates nodes where a per-node judgement (a ``Score`` or ``Noul`` on each node alone)
 reads nearly the same for all of them; and each node's text is sent once, not once per node with
 the engine's instructions around it.

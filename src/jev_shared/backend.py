@@ -1,4 +1,4 @@
-"""Backend: what the engine knows about where a client sends, as one frozen value (issue 33).
+"""Backend: what the engine knows about where a client sends, as one frozen value.
 
 Built once: ``Backend.of(client)`` reads the value attached to the client (``attach``, which
 ``LocalServer.client()`` and ``served.for_server`` call), or, for a client nobody described, an empty one;

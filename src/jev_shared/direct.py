@@ -1,4 +1,4 @@
-"""Direct posts: the lean call path, through an HTTP client the engine's own SDK client was built over (issue 33).
+"""Direct posts: the lean call path, through an HTTP client the engine's own SDK client was built over.
 
 ``LocalServer.client()`` builds its openai client over an HTTP client of its own (the SDK's public
 ``http_client=``, with the SDK's own defaults: ``openai.DefaultHttpxClient``) and puts it, with the base URL and

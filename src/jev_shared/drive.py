@@ -80,7 +80,7 @@ def run_flows(flows: Sequence[Flow[T]], send: Callable[[Call], Reply], *, scout:
     """Every flow driven on the caller's thread (planning, readout, answers); only their requests go to
     ``pool``'s worker threads (the client's: none is built per call), each in a copy of the caller's context so
     tracing reaches it, at most ``max_concurrency`` of the call's at once. Worker threads hold the GIL for
-    their posts only, not for planning and readout as well (issue 33: eight questions cost up to 1.5x eight
+    their posts only, not for planning and readout as well (eight questions cost up to 1.5x eight
     one-question calls when each worker ran a whole flow). Without a deadline the caller's thread sends the
     last request that fits itself (one question, or one at a time: no worker thread at all), and every
     request while the client's server answers about as fast as we post (:class:`Pace`)."""
@@ -316,7 +316,7 @@ async def _pending(loop: asyncio.AbstractEventLoop, tasks: list[asyncio.Task[Any
                    timeout: float | None) -> list[asyncio.Task[Any]]:
     """The tasks not done once all are or ``timeout`` passed: ``asyncio.wait``'s wait for all of them, without its
     sets, its counter closure and its checks of what it is given (a tenth of the engine's CPU per decision beside
-    the post, issue 33, for the one task a question has)."""
+    the post, for the one task a question has)."""
     if not tasks:
         return []
     waiter = loop.create_future()

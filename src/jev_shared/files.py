@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-#: The most bytes read from one file: questions, a state, a key file, the memory (issue 36, R6).
+#: The most bytes read from one file: questions, a state, a key file, the memory (a runaway file fails, not the
+#: process's memory).
 MAX_READ_BYTES = 64 * 1024 * 1024
 #: How long a save waits for another process's lock on the memory file before giving up (a warning).
 LOCK_TIMEOUT_S = 30.0

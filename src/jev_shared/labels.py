@@ -252,7 +252,7 @@ class LabelStyle:
 FALLBACK_TRUST = 0.95
 
 
-#: A score with this many levels is answered by its level names, any other by digits (issue 32: on the
+#: A score with this many levels is answered by its level names, any other by digits (on the
 #: 1.5B, 3-level scores read 39 and 35 of 60 by names against 25 and 22 by digits; 5-level ones lose by names).
 NAMED_SCORE_LEVELS = 3
 #: A level name is a name, not a sentence: longer descriptions keep the digits.

@@ -239,7 +239,7 @@ _USER_LOCK = threading.Lock()
 
 def _read(path: Path, *, quiet: bool = False) -> dict[str, _Learned]:
     try:
-        text = read_text(path, MAX_FILE_BYTES)  # a regular file, bounded, never blocking (issue 36, R6)
+        text = read_text(path, MAX_FILE_BYTES)  # a regular file, bounded, never blocking (as a FIFO would)
     except FileNotFoundError:
         return {}
     except OSError as exc:
@@ -363,7 +363,7 @@ class BackendMemory:
         """The rows measured for a prompt (``key`` names model, surface, method, kind and the prompt).
 
         ``shape`` (rows, options) is what the question needs: rows of another shape (a file edited or
-        from another version) are a :class:`MemoryFileWarning`, dropped, and measured again (issue 36, R5).
+        from another version) are a :class:`MemoryFileWarning`, dropped, and measured again.
         """
         name = fingerprint(*key)
         with self._lock:

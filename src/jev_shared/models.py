@@ -11,22 +11,22 @@ import re
 
 #: Per model where debias was measured, per (question kind, asked with examples): the power of the prior
 #: that debias="auto" divides answers by (1: all of it; 0.5: its square root, half the lean in log space;
-#: 0: none, and no prior calls). Measured held out on public sets per kind (docs/quality.md, issue 23).
+#: 0: none, and no prior calls). Measured held out on public sets per kind (docs/quality.md).
 DEBIAS_STRENGTH: dict[str, dict[tuple[str, bool], float]] = {
     # every kind all of it (zero-shot choices: half and all tie pooled, all of it beats LangChain's structured
-    # router on more sets). Zero-shot nouls: half until issue 32, when under the exact readout all of it won
-    # leave-one-dataset-out on six public noul sets (chosen on every leave-out; 459 against 412 right of 600,
-    # bench/heldout_nouls.py); its cost: an empty state's own answer ("an empty message is not spam") is
+    # router on more sets). Zero-shot nouls all of it too: under the exact readout it won leave-one-dataset-out on
+    # six public noul sets (chosen on every leave-out; 459 right of 600 against half's 412,
+    # ``python -m bench heldout_nouls --lodo``); its cost: an empty state's own answer ("an empty message is not spam") is
     # divided out with the lean
     "qwen2.5-coder-0.5b": {("choice", False): 1.0, ("choice", True): 1.0, ("score", False): 1.0,
                            ("score", True): 1.0, ("noul", False): 1.0, ("noul", True): 1.0},
-    # issue 32, held out on 18 public sets (docs/quality.md): zero-shot, half the lean for nouls (83.0% against
+    # held out on 18 public sets (docs/quality.md): zero-shot, half the lean for nouls (83.0% against
     # 76.5% off and 79.1% whole, of 540) and all of it for choices (61.6% against 59.9% half and 54.0% off, of
     # 920) and scores (43.1% against 37.9% and 36.9%); with examples half for every kind (choices 66.7% against
     # 65.0% whole; nouls 80.0% against 82.1% off, but off would drop the examples' labelled answers, which
-    # calibrate the question itself). Scores with examples a quarter since issue 32's H3 (session 14): chosen
-    # leave-one-dataset-out on finphrasebank, sick, sst5 (270 answers: 146 right held out, 142 with none a candidate,
-    # against half's 141; no set lower beyond noise; bench/heldout_strength.py). Nouls with examples stay at half:
+    # calibrate the question itself). Scores with examples a quarter: chosen leave-one-dataset-out on
+    # finphrasebank, sick, sst5 (270 answers: 146 right held out, 142 with none a candidate, against half's 141;
+    # no set lower beyond noise; ``python -m bench heldout_strength --shots 1``). Nouls with examples stay at half:
     # the strength chosen on the other five noul sets loses held out (sst2 wants none, clickbait all of it: 321
     # against 352 of 470)
     "qwen2.5-coder-1.5b": {("choice", False): 1.0, ("choice", True): 0.5, ("score", False): 1.0,

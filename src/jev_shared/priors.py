@@ -120,7 +120,7 @@ def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kin
     Each is read as the answers are: a prefix several names share is read on (``alarm`` → ``_query``,
     ``_set``), and on an exact read a name of a shared token that does not lead gets its share of it. Read
     with the shared names floored, the prior called the model's strongest lean (the first option's
-    prefix) its weakest, and dividing by it crowned that prefix's names (issue 32). Sent in ``order`` (default:
+    prefix) its weakest, and dividing by it crowned that prefix's names. Sent in ``order`` (default:
     as listed), kept as listed."""
     opts = ask.options
     symbols = symbols_of(ask.prep, style.fmt)

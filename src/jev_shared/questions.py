@@ -122,7 +122,7 @@ def _coerce(qid: str, raw: Any) -> Choice | Score | Noul:
 
 
 #: Questions already prepared, by :func:`_prepared_key`: a question's text does not change between calls, and
-#: validating it again was a fifth of the engine's CPU per decision (issue 33); cleared when full.
+#: validating it again was a fifth of the engine's CPU per decision; cleared when full.
 _PREPARED: dict[tuple[Any, ...], Prepared] = {}
 _PREPARED_SIZE = 1024
 
@@ -269,7 +269,7 @@ def prepare_questions(state: Any, questions: Mapping[str, Any], method: str, cli
 
 
 def _check_example_ids(source: Any, questions: Mapping[str, Any]) -> None:
-    """A call's examples by question id name its questions: a typo is refused, never ignored (issue 36, R12)."""
+    """A call's examples by question id name its questions: a typo is refused, never ignored."""
     if not isinstance(source, Mapping):
         return
     unknown = [k for k in source if k not in questions]

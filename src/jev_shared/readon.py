@@ -21,7 +21,7 @@ from .readout import Readout, softmax_labels, split_shared, unread
 #: At most this many continuation calls read a shared prefix on (``declined`` → ``_`` → ``card``). Five, not
 #: three: names sharing four tokens (``lost_or_stolen_card`` / ``_phone``; ``CASH_BONUS`` = ``C``·``ASH``·``_B``·``ONUS``,
 #: the whole start of ``CASH_BONUS_EXPIRY``) were split evenly at three and the first listed won every tie
-#: (banking77's such items: 5 → 11 of 16 right at five, ``bench/router_depth.py``); a call is spent only
+#: (banking77's such items: 5 → 11 of 16 right at five); a call is spent only
 #: where the names still share the token read.
 CONTINUATION_DEPTH = 5
 

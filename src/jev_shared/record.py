@@ -21,7 +21,7 @@ log = logging.getLogger("jev_shared")
 
 class Tally:
     """A question's usage as its flow counts it (``Usage``'s counts and ``add_tokens``), in plain attributes: each
-    assignment to a pydantic ``Usage`` ran its validator's setattr, four a request (issue 33). The response's one
+    assignment to a pydantic ``Usage`` ran its validator's setattr, four a request. The response's one
     ``Usage`` is built from the tallies (:func:`_summed`)."""
 
     __slots__ = ("input_tokens", "n_calls", "n_retries", "output_tokens")

@@ -61,7 +61,7 @@ def _may_hold_shapes(text: str) -> bool:
     """Whether :data:`SECRET_VALUES` or :data:`URL_USERINFO` may match: each needs ``sk-``, ``bearer``, ``basic``
     or ``://`` in it, in any case. An ASCII text's lower case has one wherever they match (IGNORECASE pairs no two
     ASCII letters but a letter's cases); any other text is searched. Four substring searches rather than two regex
-    scans of every text: the gateway's access line costs a third less (issue 33)."""
+    scans of every text: the gateway's access line costs a third less."""
     if not text.isascii():
         return True
     low = text.lower()

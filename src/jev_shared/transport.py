@@ -202,7 +202,8 @@ MAX_IN_FLIGHT = 64
 
 def in_flight_limit(client: Any) -> int:
     """How many requests the client's connection pool can carry at once (its httpx ``max_connections``),
-    at most :data:`MAX_IN_FLIGHT`; the engine never queues more on it (issue 36, R1)."""
+    at most :data:`MAX_IN_FLIGHT`; the engine never queues more on it (the rest would wait in the pool, their
+    timeouts running before they are sent)."""
     http = getattr(client, "_client", None)  # the openai and anthropic SDKs' httpx client
     pool = getattr(getattr(http, "_transport", None), "_pool", None)
     size = getattr(pool, "_max_connections", None)

@@ -17,7 +17,7 @@ scaling for yes/no). That can change answers, so judge it on held-out records.
     resp = cal.apply(client.system_one(state, questions))
     cal.save("calibration.json"); cal = Calibrator.load("calibration.json")
 
-The package (issue 33): :mod:`.fit` holds the records and the fits, :mod:`.measures` the measures (ECE,
+The package: :mod:`.fit` holds the records and the fits, :mod:`.measures` the measures (ECE,
 Brier, selective accuracy, gate thresholds), :mod:`.calibrator` the :class:`Calibrator`, :mod:`.map` and
 :mod:`.map_fit` the maps whose numbers depend on what the engine knows about each answer (the shipped
 calibration for an embedded model is a temperature that depends on the answer's spread), and

@@ -5,7 +5,7 @@ question it is bold on alike. The engine knows, for any question and at run time
 which kind of answer it is looking at: how many options (``log_k``), the kind, whether the question
 has examples, how spread the answer is (``entropy``), how much the content-free or examples' prior
 leaned (``prior_entropy``, ``prior_lean``), how far dividing it out moved the answer (``shift``), and
-how clearly the top answer won (``log_top``, ``margin``: issue 32's correctness model). A map is a few
+how clearly the top answer won (``log_top``, ``margin``: the correctness model's features). A map is a few
 weights on those features, fitted by log loss on labelled answers of many public sets
 (``bench/heldout_fit.py``), small enough to read in the shipped JSON.
 

@@ -1,4 +1,4 @@
-"""Calibration policy in one place (issue 33): which calibration a client uses, and how it is applied.
+"""Calibration policy in one place: which calibration a client uses, and how it is applied.
 
 A client's ``calibrator="auto"`` is the one fitted for its model (``fitted/<model>.json``, shipped in the wheel);
 every answer goes through the client's calibration (that one, or the caller's); under the shipped one, a
@@ -40,7 +40,7 @@ def resolve(calibrator: Calibrator | str | None, model: str) -> Calibrator | Non
 
 
 #: How many labelled answers the shipped fit counts for against a question's own examples
-#: (:func:`examples_calibrator`; chosen on the public sets, bench/heldout_examples.py).
+#: (:func:`examples_calibrator`; chosen leave-one-dataset-out on the public sets' saved runs).
 EXAMPLES_STRENGTH = 10.0
 
 

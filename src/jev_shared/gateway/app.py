@@ -36,7 +36,7 @@ from .service import Gateway
 _HTTP_TYPES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}
 #: FastAPI's native OpenTelemetry off (its documented ``telemetry=`` setting): it acts only through process-wide
 #: OTel providers, which ``jev serve`` never configures (the gateway reports through its Prometheus metrics and
-#: access line), yet asking for the three providers cost ~33 K instructions a request (issue 33).
+#: access line), yet asking for the three providers cost ~33 K instructions a request.
 TELEMETRY = {"tracing": False, "metrics": False, "logs": False}
 
 
@@ -126,7 +126,7 @@ def create_app(config: GatewayConfig) -> Any:
     # (after the docs' five routes it cost 0.06 M instructions more); its FastAPI route (the same function, below)
     # documents it. FastAPI's per-request work for a route (dependencies, query and cookie parsing, exit stacks)
     # was 0.25 M of the 0.51 M instructions FastAPI took a request, for an endpoint that takes only the request
-    # and reads its body itself (.body; issue 33).
+    # and reads its body itself (.body).
     app.add_route("/v1/systemone", systemone, methods=["POST"], include_in_schema=False)
     app.router.routes.insert(0, app.router.routes.pop())
     for router in (decisions, decisions_wire.wire, models, ops):

@@ -1,11 +1,11 @@
-"""The gateway's posts to its backends over one aiohttp session (issue 33): the HTTP client ``direct.apost`` uses.
+"""The gateway's posts to its backends over one aiohttp session: the HTTP client ``direct.apost`` uses.
 
 The engine posts a route's JSON body with whatever HTTP client its :class:`~jev_shared.direct.HttpTarget` holds,
 through that client's ``post(url, content=, headers=, params=, timeout=)`` and the reply's ``status_code``,
 ``is_success``, ``content``, ``text``, ``headers``. The SDK's own aiohttp client (``openai.DefaultAioHttpClient``)
 wraps aiohttp in httpx2's request and response models, which cost about as much as aiohttp itself:
 per post, 1.07 M instructions through it against 0.46 M for the same post on a plain ``aiohttp.ClientSession``
-(bench/post_instructions.py). :class:`AiohttpPosts` is that plain session behind the same few names: no HTTP of
+(``python -m bench post_instructions``). :class:`AiohttpPosts` is that plain session behind the same few names: no HTTP of
 our own, aiohttp sends and reads. The SDK client beside it keeps its httpx client for anything the engine does not
 post directly. An aiohttp session belongs for good to the event loop it was opened on; a gateway worker has one.
 """

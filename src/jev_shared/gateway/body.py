@@ -1,4 +1,4 @@
-"""A route's JSON body as its pydantic model, validated from the bytes in one step (issue 33).
+"""A route's JSON body as its pydantic model, validated from the bytes in one step.
 
 FastAPI reads a body parameter as ``json.loads`` and then validates the Python objects; pydantic's
 ``model_validate_json`` does both in Rust. For ``Content-Type: application/json`` that is tried first.

@@ -53,7 +53,7 @@ class Backend:
 
 def backend_posts(base_url: str, http: Any) -> Any:
     """What the engine posts a backend's requests with: one aiohttp session (``backend_posts.AiohttpPosts``, sending
-    ``http``'s own headers), about a fifth of the CPU per post of the SDK's httpx client (bench/post_instructions.py:
+    ``http``'s own headers), about a fifth of the CPU per post of the SDK's httpx client (``python -m bench post_instructions``:
     0.46 M instructions against 2.15 M). An aiohttp session belongs for good to the event loop it was opened on: a
     gateway worker has one loop for its life, so the gateway may; the engine's own async clients keep httpx, since a
     user may drive one from more than one loop. None (httpx then) without aiohttp, and for a ``base_url`` with

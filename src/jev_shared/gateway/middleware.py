@@ -62,7 +62,7 @@ async def send_error(send: Any, err: ApiError) -> None:
 
 class RequestId:
     """The caller's ``x-request-id`` when it is sane, else a new one (32 hex digits of ``os.urandom``: uuid4's
-    text without its UUID object, 15.7 K -> 2.0 K instructions, issue 33); on the response twice (the engine's
+    text without its UUID object, 15.7 K -> 2.0 K instructions); on the response twice (the engine's
     systemone client reads ``x-typesafe-request-id``)."""
 
     def __init__(self, app: ASGIApp) -> None:
@@ -224,7 +224,7 @@ class BodyLimit(_Refusing):
         """The body's chunks, the error to answer with (413, 408), or None where the client went away.
 
         ``asyncio.timeout``'s job done on one ``loop.call_at`` (a fifth of its instructions: its state machine is
-        Python, issue 33) and the same way: the task cancelled when the time is up, that cancellation (and no other)
+        Python) and the same way: the task cancelled when the time is up, that cancellation (and no other)
         taken back as the 408."""
         loop, task = asyncio.get_running_loop(), asyncio.current_task()
         assert task is not None
@@ -269,7 +269,7 @@ class BodyLimit(_Refusing):
 
 
 def _too_big(limit: int) -> ApiError:
-    """413: built when a body is refused, not for every body that is not (issue 33)."""
+    """413: built when a body is refused, not for every body that is not (it was built per request)."""
     return api_error("payload_too_large", f"the request body is over the limit of {limit} bytes (--max-body-bytes)",
                      headers={"connection": "close"})
 

@@ -75,7 +75,7 @@ def access_line(fields: dict[str, Any], secrets: Iterable[str]) -> str:
     (every text printable ASCII without quotes or backslashes: JSON writes it as it is) whose whole text
     :func:`redact_text` leaves alone is the line redacting each field would give: any text it would change in a
     field it changes in the line. That line is redacted once rather than field by field, which was most of the
-    access line's cost (issue 33); its checks are one cached look at the names, one at the values' types and one
+    access line's cost; its checks are one cached look at the names, one at the values' types and one
     search of the line, not a check of each field."""
     if _plain_names(tuple(fields)) and _SCALARS.issuperset(map(type, fields.values())):
         line = _ENCODE(fields)
@@ -100,7 +100,7 @@ def _plain_names(names: tuple[Any, ...]) -> bool:
 def log_access(fields: dict[str, Any], secrets: Iterable[str]) -> None:
     """The line logged at INFO on :data:`ACCESS_LOG`, its record made and handled through the logger's public
     ``makeRecord`` and ``handle`` (its filters, handlers and propagation as ``info`` has them) with this function
-    as its place: ``info`` walks the stack to find the caller, a quarter of logging the line (issue 33)."""
+    as its place: ``info`` walks the stack to find the caller, a quarter of logging the line."""
     if ACCESS_LOG.isEnabledFor(logging.INFO):
         line = access_line({"ts": round(time.time(), 3), **fields}, secrets)
         ACCESS_LOG.handle(ACCESS_LOG.makeRecord(ACCESS_LOG.name, logging.INFO, __file__, 0, line, (), None,

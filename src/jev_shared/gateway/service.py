@@ -130,7 +130,7 @@ class Gateway:
 
 class _Held:
     """``Gateway._holding``'s block: a plain context manager (contextlib's generator-based one cost more than the
-    counting it wraps, issue 33)."""
+    counting it wraps)."""
 
     __slots__ = ("gw", "slots", "who")
 

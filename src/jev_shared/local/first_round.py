@@ -3,7 +3,7 @@
 On a fresh server the first requests of a call leave at once. A zero-shot prompt read here for the first time is
 pinned to a slot of its own (:mod:`.slots`); the call's other first requests share the start of its prompt (the
 rules, about 50 tokens) and find it in the server's cache only if they reach llama.cpp after that prompt was read:
-when both land in one batch, each reads the whole of its prompt (issue 33: the README example's first decision read
+when both land in one batch, each reads the whole of its prompt (the README example's first decision read
 430 prompt tokens in a third of the runs instead of 377). So, within one call, without a request added or changed:
 
 * the **leaders** (first requests of prompts this server has not read, each pinned to a slot) go at once;
@@ -16,7 +16,7 @@ when both land in one batch, each reads the whole of its prompt (issue 33: the R
   request is not pinned, and llama.cpp gives it the idle slot that shares most of its prompt: often a leader's (the
   README example's choice shares the rules with the noul). When a request pinned to that slot reached llama.cpp
   together with it, the server swapped its prompt cache into the slot before the other request was read, and both
-  read their prompts anew (issue 33: the README example read 573 prompt tokens instead of 377 in 5 of 13 idle runs,
+  read their prompts anew (the README example read 573 prompt tokens instead of 377 in 5 of 13 idle runs,
   with other probabilities in the 6th digit). One after the other, in either order, they read the same tokens to the
   bit (measured on the 1.5B, docs/benchmarks.md).
 

@@ -160,8 +160,8 @@ class LocalServer:
 
 
 #: Threads per llama.cpp server on a machine this busy (docs/decisions.md). Measured on the 2-core test
-#: machine with Qwen 0.5B (bench/limit.py): at a load average of 1.0, 2 threads decided in 307 ms
-#: against 642 ms for 1; idle, 133 against 234 ms (issue 16); with both cores busy elsewhere, 2 threads
+#: machine with Qwen 0.5B (``python -m bench limit --threads 1,2``): at a load average of 1.0, 2 threads decided
+#: in 307 ms against 642 ms for 1; idle, 133 against 234 ms; with both cores busy elsewhere, 2 threads
 #: were 3-4x slower than 1 (a thread waits at each barrier for a descheduled peer). So: every core
 #: until the load average says all are taken, then one fewer per busy core; at least 1, at most 8.
 MAX_THREADS = 8

@@ -1,4 +1,4 @@
-"""Slots: a zero-shot question's prompt kept on disk as llama.cpp's own KV cache (issue 27).
+"""Slots: a zero-shot question's prompt kept on disk as llama.cpp's own KV cache.
 
 A new process meets a cold server: every question's prompt (the rules, the question, its options)
 is read again before the first answer, about half a second a question on two cores, while a
@@ -89,7 +89,7 @@ class SlotCache:
         self._restored: set[str] = set()  # prompts restored from a file into their slot on this server
         self._rekeep: set[str] = set()  # restored prompts whose answer failed the readout: kept anew
         #: prompt key → its first request, answered, its slot not yet saved: the debias prior's N/A call, pinned
-        #: to the slot, is the twin the slot is saved after (issue 33: one request fewer); else one of its own
+        #: to the slot, is the twin the slot is saved after (one request fewer); else one of its own
         self._pending: dict[str, Call] = {}
         self._lock = threading.Lock()
 
@@ -111,7 +111,7 @@ class SlotCache:
                 self._rekeep.discard(key)
                 return _pinned(call, self._slot[key]), None, True
             if key in self._slot:  # read on this server already: a content-free twin (a debias prior's) rides
-                # on the prompt its slot holds, so the server reads only its state (issue 33); a user's is free
+                # on the prompt its slot holds, so the server reads only its state; a user's is free
                 return (_pinned(call, self._slot[key]) if _content_free(call) else call), None, False
             if len(self._slot) >= self.n_slots:
                 return call, None, False  # no slot of its own left
