@@ -1,4 +1,4 @@
-"""Issue 36 R4: a kept prompt's file is verified before it is trusted. A checksum is written with it and
+"""A kept prompt's file is verified before it is trusted. A checksum is written with it and
 checked before restoring (bytes changed inside: never restored, kept anew); a restored prompt whose
 answer fails the readout has its file removed and its slot erased before the repair is read, and the
 next request keeps it anew. The server here is a double of llama.cpp's slot endpoints."""
@@ -13,9 +13,9 @@ from typing import Any
 from jev_shared import Choice, SystemOneClient
 from jev_shared.calls import Call, Reply
 from jev_shared.local.slots import SlotCache
-from jev_shared.prompt import state_block
 from tests.helpers import Request, provider
 from tests.helpers import replies as r
+from tests.helpers.calls import zero_shot
 
 IDS = [11, 22, 33, 44]
 TEAM = {"team": Choice(instructions="Which team?", criteria={"billing": "payments", "technical": "bugs"})}
@@ -39,8 +39,7 @@ class Slots(SlotCache):
 
 
 def _call(state: str = "a ticket") -> Call:
-    return Call("chat_completions", {"model": "m", "messages": [{"role": "system", "content": "rules and a question"},
-                                                                {"role": "user", "content": state_block(state)}]})
+    return zero_shot(state)
 
 
 def _send(call: Call) -> Reply:
@@ -48,7 +47,7 @@ def _send(call: Call) -> Reply:
 
 
 def _ask(cache: SlotCache) -> None:
-    """One call's request, then the call finished: a prompt no debias prior kept is kept now (issue 33)."""
+    """One call's request, then the call finished: a prompt no debias prior kept is kept now."""
     cache.wrap(_send)(_call())
     cache.settle()
 
