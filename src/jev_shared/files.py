@@ -1,4 +1,5 @@
-"""Files: every file the engine and its commands read, read one bounded way; the caches' atomic write and lock.
+"""Files: every file the engine and its commands read, read one bounded way; the caches' atomic write and lock;
+the per-user cache folder they live in.
 
 :func:`read_bytes` / :func:`read_text` open without blocking (a FIFO never hangs the process), accept
 regular files only (``/dev/zero``, a FIFO, a directory are refused) and read at most ``limit`` bytes
@@ -93,3 +94,32 @@ def file_lock(path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
         raise FileReadError(f"{lock}: is a symlink; the cache's lock never follows one")
     with FileLock(lock, timeout=timeout_s):
         yield
+
+
+# --- the per-user cache folder: assembled models, the memory file and kept prompts (one place) ----------------
+# ``$JEV_CACHE_DIR``, else the platform's per-user cache folder (``platformdirs``); ``$JEV_MEMORY_FILE`` moves the
+# memory file alone; ``$JEV_NO_CACHE=1`` keeps what the engine learns in the process only.
+
+#: Set to 1 (or true/yes) to keep what the engine learns in the process only: no memory file, no prompt files.
+NO_CACHE_ENV = "JEV_NO_CACHE"
+
+
+def caching_off() -> bool:
+    return os.environ.get(NO_CACHE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def memory_file() -> Path:
+    """Where the per-user memory lives (``Memory.user_cache()``): ``$JEV_MEMORY_FILE``, else
+    ``memory.json`` in :func:`cache_dir`."""
+    return Path(os.environ.get("JEV_MEMORY_FILE") or cache_dir() / "memory.json")
+
+
+def cache_dir() -> Path:
+    """Where assembled models live: ``$JEV_CACHE_DIR``, else the platform's per-user cache folder
+    (``platformdirs``: ``$XDG_CACHE_HOME/jev`` or ``~/.cache/jev`` on Linux, ``~/Library/Caches/jev`` on
+    macOS, ``%LOCALAPPDATA%\\jev\\Cache`` on Windows)."""
+    if os.environ.get("JEV_CACHE_DIR"):
+        return Path(os.environ["JEV_CACHE_DIR"])
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("jev", appauthor=False))

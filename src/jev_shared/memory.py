@@ -8,7 +8,7 @@ once, so every read and write takes one lock); each client works through its bac
 names of fields and surfaces, and fingerprints: never a state, an example's text, a key or a URL.
 
 :meth:`Memory.user_cache` is the per-user file (``$JEV_MEMORY_FILE``, else ``memory.json`` in
-``userdir.cache_dir()``: ``$JEV_CACHE_DIR``, else the platform's cache folder, ``~/.cache/jev`` on Linux)
+``files.cache_dir()``: ``$JEV_CACHE_DIR``, else the platform's cache folder, ``~/.cache/jev`` on Linux)
 that LocalServer clients, ``jev decide`` and ``jev serve`` use by default, saved after each call that
 learned something; ``JEV_NO_CACHE=1`` turns it off.
 """
@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from .backend import Backend, fingerprint
-from .files import FileReadError, file_lock, read_text, write_atomic
+from .files import FileReadError, caching_off, file_lock, memory_file, read_text, write_atomic
 from .registry import first_with
-from .userdir import caching_off, memory_file
 
 Key = tuple[str, str]  # (model, surface)
 VERSION = 1

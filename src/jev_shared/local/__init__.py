@@ -26,7 +26,7 @@ the same way; a file assembled there before is reused rather than fetched again:
 
 from __future__ import annotations
 
-from ..userdir import cache_dir, memory_file
+from ..files import cache_dir, memory_file
 from .errors import HubUnavailable, LocalModelError
 from .hub import HubFile, hub_offline
 from .models import (

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..files import read_text
-from ..userdir import cache_dir
+from ..files import cache_dir, read_text
 from .errors import HubUnavailable, LocalModelError
 
 log = logging.getLogger("jev_shared.local")

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..files import read_text
-from ..userdir import cache_dir
+from ..files import cache_dir, read_text
 from .errors import HubUnavailable, LocalModelError
 from .hub import HubFile, fetch, from_cache
 

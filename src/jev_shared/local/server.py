@@ -13,7 +13,7 @@ from typing import Any
 
 from ..backend import Backend, attach
 from ..direct import HttpTarget, sdk_client
-from ..userdir import caching_off, memory_file
+from ..files import caching_off, memory_file
 from .models import DEFAULT_MODEL, INSTALL_LOCAL, MODELS, LocalModelError
 
 
