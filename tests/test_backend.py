@@ -1,4 +1,4 @@
-"""Backend (issue 33): one typed value for what the engine knows about a backend, kept by SDK copies."""
+"""Backend: one typed value for what the engine knows about a backend, kept by SDK copies."""
 
 from __future__ import annotations
 

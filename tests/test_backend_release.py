@@ -4,7 +4,7 @@
 Was: ``attach`` keyed the Backend value by the SDK's HTTP client in a ``WeakKeyDictionary`` while the value's
 ``HttpTarget`` held that same HTTP client, so the entry never died: every such client, its pool and its open
 sockets lived until the process ended (the ``sys:1: ResourceWarning: unclosed <socket ...>`` lines at the exit
-of CI's pytest runs, H3 session 15). Now the value sits in that
+of CI's pytest runs). Now the value sits in that
 HTTP client's ``__dict__``: a cycle the garbage collector frees with the client.
 """
 

@@ -65,7 +65,7 @@ def test_a_calibrator_on_the_client_reaches_every_answer():
 def test_the_embedded_default_model_has_a_shipped_calibration_applied_by_default():
     cal = shipped("qwen2.5-coder-0.5b")
     # a temperature that depends on the answer's spread, for every kind: fitted on nine public sets, the
-    # form best held out (each set judged by a fit that never saw it; docs/quality.md, issue 23)
+    # form best held out (each set judged by a fit that never saw it; docs/quality.md)
     assert cal is not None and set(cal.temperatures) == {"*"} and not cal.tops and cal.temperature() == 1.0
     fmap = cal.maps["*"]
     assert fmap.form == "temperature" and set(fmap.slope) == {"1", "entropy"}

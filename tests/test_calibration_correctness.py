@@ -1,4 +1,4 @@
-"""Issue 32's correctness model: P(the top answer is right) from what the engine knows, as a ``top`` map.
+"""The correctness model: P(the top answer is right) from what the engine knows, as a ``top`` map.
 
 Why these tests: the model reads three features added for it (the top's log probability, its margin over
 the runner-up, how far the prior divided out leans); a feature that read the wrong number, or a fit that

@@ -1,4 +1,4 @@
-"""Calibration from more than the top probability (issue 23): feature-dependent maps, their fits, the file.
+"""Calibration from more than the top probability: feature-dependent maps, their fits, the file.
 
 A map's numbers depend on what the engine knows at run time (options, kind, examples, the prior);
 these tests pin what a map does to a known answer, that the fits recover a known dependence, that
@@ -157,7 +157,7 @@ def test_the_shipped_map_gives_its_known_numbers() -> None:
 
 
 def test_a_map_per_kind_is_found_by_the_engines_keys_and_round_trips() -> None:
-    """A calibration file may hold a map per kind (the 1.5B's since issue 32's second fit): the engine's
+    """A calibration file may hold a map per kind (the 1.5B's file does): the engine's
     ``key_for`` finds a kind's key by its temperature entry, with or without examples, and every other kind
     takes the global map; a file with one map (the 0.5B's) reads as before."""
     glob = FeatureMap("temperature", {"1": -0.5})

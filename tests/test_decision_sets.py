@@ -172,7 +172,7 @@ def halves(n: int, seed: str, k: int = 20):
         yield idx[: n // 2], idx[n // 2:]
 
 
-def test_recordings_cover_the_sets_the_issue_names():
+def test_recordings_hold_two_choice_sets_of_7_to_70_options_a_noul_and_a_score_per_model():
     data = recorded()
     assert {"qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"} <= set(data)
     for model, per in data.items():

@@ -1,4 +1,4 @@
-"""The direct post (issue 33, direct.py): a client the engine built over its own HTTP client is posted to with
+"""The direct post (direct.py): a client the engine built over its own HTTP client is posted to with
 that client, past the SDK's ``post``: the same JSON body bytes, the same typed errors, over real loopback HTTP."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A user's async engine client over the SDK's aiohttp client (``http_client=openai.DefaultAioHttpClient()``,
-issue 33): still posted to directly (the target's URL and headers are httpx2's kinds there too), with the same
+"""A user's async engine client over the SDK's aiohttp client (``http_client=openai.DefaultAioHttpClient()``):
+still posted to directly (the target's URL and headers are httpx2's kinds there too), with the same
 bytes, and its failures the same typed errors as over the SDK's default httpx client."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every python block of docs/*.md runs as written, or says on purpose why it does not (issue 37, E7).
+"""Every python block of docs/*.md runs as written, or says on purpose why it does not.
 
 The comment on the line above a block's fence says how it is tested (invisible when rendered):
 

@@ -1,4 +1,4 @@
-"""The sync driver (drive.run_flows, issue 33): flows run on the caller's thread, only their requests on the
+"""The sync driver (drive.run_flows): flows run on the caller's thread, only their requests on the
 pool's threads; the call's limits (max_concurrency, the budget, scout waves, error order) hold as before."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The sync driver's pace (issue 33): against a server that answers about as fast as we post, a client's pool
+"""The sync driver's pace: against a server that answers about as fast as we post, a client's pool
 sends one request at a time on the caller's thread (no thread hand-offs); against a slow one its questions stay
 in parallel (one round trip, not one each), and a slow reply met one at a time sends the rest in parallel."""
 
@@ -103,6 +103,6 @@ def test_the_back_off_doubles_after_each_slow_try_and_resets_after_a_serial_wave
 
 def test_below_the_questions_max_concurrency_keeps_its_slots_full(pool):
     """The caller's own post no longer holds the others' slots: 8 requests, 2 at a time, take 4 round trips
-    (the driver at 27c87b2 sent the rest one by one on the caller's thread: 7)."""
+    (a driver that sent the rest one by one on the caller's thread took 7)."""
     posted: list[str] = []
     assert timed(pool, sender(ROUND_TRIP, posted), max_concurrency=2) < 6 * ROUND_TRIP

@@ -1,4 +1,4 @@
-"""The engine's per-call caches (issue 33, the CPU beyond the backend post): what is kept between calls never
+"""The engine's per-call caches: what is kept between calls never
 mixes two different questions, and a question changed in place is prepared anew, never served stale."""
 
 from __future__ import annotations

@@ -263,7 +263,7 @@ def test_examples_that_show_every_option_are_their_own_calibration_set():
     client = SystemOneClient(fake, model=MEASURED, debug=True, calibrator=None)  # debias="auto" was measured on it
     resp = client.system_one("my invoice is wrong", {"team": TEAM}, examples=shots)
     assert resp.usage.n_calls == 4
-    # the first prior's prompt is the answer's own up to its state: a server's prompt cache serves it (issue 33)
+    # the first prior's prompt is the answer's own up to its state: a server's prompt cache serves it
     assert fake.wire[1]["messages"] == fake.wire[0]["messages"][:-2]
     for req, held in zip(fake.wire[1:], shots[::-1]):
         msgs = req["messages"]

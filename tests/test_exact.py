@@ -229,7 +229,7 @@ def test_names_that_share_a_first_token_below_the_top_get_their_share_not_the_fl
 
 
 def test_a_prior_measured_through_the_window_is_not_reused_by_the_exact_readout():
-    """Debias priors are kept by prompt AND readout: the top-20 window's lean is not the exact read's (issue 33)."""
+    """Debias priors are kept by prompt AND readout: the top-20 window's lean is not the exact read's."""
     names = WORDS[:4]
     question = {"q": Choice(instructions="Which option?", criteria={n: f"option {n}" for n in names})}
     memory = Memory()

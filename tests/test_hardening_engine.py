@@ -1,5 +1,5 @@
-"""Issue 22, the engine's rows: no secret in an exception chain (7), ``examples`` as a string (8),
-and the total timeout as a wall-clock bound when the SDK's connection pool is starved (12).
+"""The engine hardened: no secret in an exception chain, ``examples`` as a string, and the total timeout as a
+wall-clock bound when the SDK's connection pool is starved.
 
 Every test goes through the real openai SDK (the suite's provider double, ``tests.helpers``: its own
 http client over ``MockTransport``; a stalled pool; or a loopback socket that never answers), so what
@@ -110,7 +110,7 @@ def test_examples_as_a_list_still_work_before_any_request():
 
 class _StalledPool(httpx.AsyncBaseTransport):
     """A connection pool that is full and slow to give up: a waiter cancelled keeps unwinding for
-    ``unwind_s`` (httpcore's shielded clean-up of a pool under load), the stall the issue measured."""
+    ``unwind_s`` (httpcore's shielded clean-up of a pool under load), the stall measured on a starved pool."""
 
     def __init__(self, unwind_s: float) -> None:
         self.unwind_s, self.entered, self.cancelled = unwind_s, 0, 0

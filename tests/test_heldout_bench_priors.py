@@ -1,4 +1,4 @@
-"""The held-out benches read saved priors at the strength they were saved at (issue 32, H3 session 14).
+"""The held-out benches read saved priors at the strength they were saved at.
 
 ``bench/heldout_variants.py`` runs with ``debias="auto"``, so the prior it saves is already raised to the
 model's strength (the 1.5B's nouls: the square root); its "whole" must divide by the prior itself, not by

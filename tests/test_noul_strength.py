@@ -1,6 +1,6 @@
-"""How much of the content-free prior a zero-shot noul divides out, per model (issue 32, H2).
+"""How much of the content-free prior a zero-shot noul divides out, per model.
 
-Chosen leave-one-dataset-out on six public noul sets (``bench/heldout_nouls.py``): the whole prior on the
+Chosen leave-one-dataset-out on six public noul sets (``python -m bench heldout_nouls``): the whole prior on the
 0.5B, its square root on the 1.5B. The provider is the real openai SDK over ``httpx.MockTransport``, every
 state answered with the same window, so the state reads exactly as the empty ones do.
 """
@@ -34,7 +34,7 @@ def client(model: str) -> SystemOneClient:
 
 
 def test_zero_shot_noul_strength_per_model() -> None:
-    assert debias_strength(SMALL, "noul", False) == 1.0  # issue 32: all of it, held out on six noul sets
+    assert debias_strength(SMALL, "noul", False) == 1.0  # all of it, held out on six noul sets
     assert debias_strength(LARGE, "noul", False) == 0.5  # its square root, chosen the same way
     assert debias_strength("Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF", "noul", False) == 1.0
     assert debias_strength(SMALL, "noul", True) == debias_strength(SMALL, "choice", False) == 1.0

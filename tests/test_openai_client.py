@@ -1,4 +1,4 @@
-"""``jev_shared.openai_client`` (issue 33): any OpenAI-compatible server gets the direct post, over real loopback HTTP."""
+"""``jev_shared.openai_client``: any OpenAI-compatible server gets the direct post, over real loopback HTTP."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Options (issue 33): the CLI and the gateway take their choices and defaults from the engine's Options."""
+"""Options: the CLI and the gateway take their choices and defaults from the engine's Options."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Options in the docs (issue 33): every choice and default the docs and ``--help`` show is the engine's ``Options``.
+"""Options in the docs: every choice and default the docs and ``--help`` show is the engine's ``Options``.
 
 Read from the documents as they stand: the option table of docs/engine.md (a row per option, its default,
 every value it takes named), the surface tables (every ``api``), the flag tables of docs/gateway.md and

@@ -1,5 +1,5 @@
 """A name's own first token, read exactly (exact.own_token_fold): a token that starts several names as text
-but, by the server's tokenizer, is the first token of one name only counts for that name (issue 32).
+but, by the server's tokenizer, is the first token of one name only counts for that name.
 
 The case found on the 1.5B: sick's level names asked as a choice. ``closely related`` is tokenised ``c`` +
 ``los`` + ``ely`` …, ``completely unrelated`` ``com`` + ``pletely`` …; ``c`` spells the start of both, so it was

@@ -1,4 +1,4 @@
-"""The planner does no I/O (issue 33): a call's kept prompts are settled by the clients once its flows have ended, the
+"""The planner does no I/O: a call's kept prompts are settled by the clients once its flows have ended, the
 async client off its event loop; and a plan's first requests, taken early, leave the flows as they were."""
 
 from __future__ import annotations

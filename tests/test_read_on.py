@@ -1,4 +1,4 @@
-"""Names that share more than one token are read on until the model tells them apart (issue 23).
+"""Names that share more than one token are read on until the model tells them apart.
 
 Banking77's ``declined_card_payment`` / ``declined_cash_withdrawal`` / ``declined_transfer`` share
 ``declined`` and then ``_``: one continuation call split the group evenly and the names' order broke

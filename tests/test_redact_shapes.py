@@ -1,4 +1,4 @@
-"""``redact_text`` skips its two regexes only where neither can match (issue 33): the same text as running them."""
+"""``redact_text`` skips its two regexes only where neither can match: the same text as running them."""
 
 from __future__ import annotations
 

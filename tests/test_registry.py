@@ -1,4 +1,4 @@
-"""The surface registry (issue 33): a wire is one module and one registry line; no engine module names one."""
+"""The surface registry: a wire is one module and one registry line; no engine module names one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Issue 12's faults, each at the layer where it lives (the loopback HTTP matrix is in tests/faults/).
+"""The engine's faults, each at the layer where it lives (the loopback HTTP matrix is in tests/faults/): malformed
+provider bodies, a timeout and a retry, a state that would close its fence, bad input refused before any request,
+the limits learned under threads, every error a JevError.
 
 The provider double (``tests.helpers``: the real openai client over an in-process transport) gives
 the exact reply (a fixed window, a counted fault) where that is the point; everything else (prompt,
@@ -170,7 +172,7 @@ def test_a_state_cannot_close_its_fence(layout):
 
 def test_a_state_without_a_tag_renders_byte_for_byte_and_ends_the_message():
     prep = prepare_question("team", TEAM, "logprobs")
-    # nothing after the state: the fence's close would be read anew on every call (issue 16)
+    # nothing after the state: the fence's close would be read anew on every call
     assert render(prep, "a < b > c")[-1]["content"].endswith("<state>\na < b > c")
 
 

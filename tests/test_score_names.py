@@ -1,4 +1,4 @@
-"""A score of three levels is answered by its level names, any other by digits (issue 32).
+"""A score of three levels is answered by its level names, any other by digits.
 
 On the 1.5B, finphrasebank and poem_sentiment (3 levels) read 39 and 35 of 60 asked by their level names
 against 25 and 22 by digits; sick and sst5 (5 levels) read better by digits. What goes over the wire: the

@@ -1,4 +1,4 @@
-"""Names that share a first token: the debias prior is read as the answers are (issue 32, part two).
+"""Names that share a first token: the debias prior is read as the answers are.
 
 Intent names such as ``alarm_query`` / ``alarm_set`` / ``play_music`` share a scenario prefix. The small
 model answers the first option's prefix (``alarm``) whatever the state, content-free states included: a
@@ -159,7 +159,7 @@ def qwen05() -> Iterator[LocalServer]:
 @pytest.mark.live
 @pytest.mark.qwen
 def test_the_05b_does_not_answer_the_first_scenario_for_every_request(qwen05: LocalServer) -> None:
-    """The issue's naming (``scenario_action``, 20 options, each described by its name in words): the 0.5B
+    """A router's naming (``scenario_action``, 20 options, each described by its name in words): the 0.5B
     leads with ``alarm`` (the first option's prefix) for every state, the empty one included. Measured, that
     lean is divided out; floored in the prior, it had made every answer ``alarm_query``."""
     client = SystemOneClient(qwen05.client(), model=qwen05.model, calibrator=None, debias=True)

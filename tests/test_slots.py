@@ -133,7 +133,7 @@ def test_only_a_prompts_first_request_on_a_server_is_pinned(tmp_path: Path) -> N
 
 def test_the_debias_priors_content_free_twins_ride_on_their_prompts_slot(tmp_path: Path) -> None:
     """After a prompt's answer, its content-free twins (the debias prior's) go to the slot that holds the prompt,
-    so a fresh server reads only their state; a user's state of the same prompt is left to the server (issue 33)."""
+    so a fresh server reads only their state; a user's state of the same prompt is left to the server."""
     cache = SlotCache("http://127.0.0.1:9/v1", tmp_path, n_slots=2)
     cache.plan(_call(STATE))
     cache.plan(_call(STATE, system="another question"))

@@ -1,4 +1,4 @@
-"""A first decision's requests in a bounded order (issue 33, local/first_round.py).
+"""A first decision's requests in a bounded order (local/first_round.py).
 
 With a stub send, the order the slot cache lets the requests out in: a prompt the server has not read goes first;
 the call's other first request once it has its reply; the leader's content-free prior once every first request has

@@ -1,4 +1,4 @@
-"""A kept prompt saved after its debias prior's own ``N/A`` call, not a twin of its own (issue 33, local/slots.py).
+"""A kept prompt saved after its debias prior's own ``N/A`` call, not a twin of its own (local/slots.py).
 
 The first half drives the slot cache's bookkeeping with a stub send; the second runs the embedded wire model and
 checks what the server reports: the same prior numbers as the old path (a twin sent right after the answer), one

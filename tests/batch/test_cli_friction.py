@@ -1,4 +1,4 @@
-"""Issue 37 E10: the CLI's rough edges, in process against the loopback stub: an unreachable backend
+"""The CLI's rough edges, in process against the loopback stub: an unreachable backend
 named (without its credentials), the progress bar never drawn under "interrupted", review rows that
 carry the item's text, decisions/s that counts the run and not the preparation."""
 

@@ -1,4 +1,4 @@
-"""Careless outputs and broken inputs for ``jev decide --input`` (issue 22, rows 5, 6, 9): every one is
+"""Careless outputs and broken inputs for ``jev decide --input``: every one is
 refused with exit 2 and one clear message before anything is sent, and a disk that fills mid-run
 ends the run with what was written kept and resumable.
 """

@@ -1,4 +1,4 @@
-"""The access line redacted in one pass (issue 33) is the line redacted field by field, whatever the fields hold."""
+"""The access line redacted in one pass is the line redacted field by field, whatever the fields hold."""
 
 from __future__ import annotations
 

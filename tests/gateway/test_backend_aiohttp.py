@@ -1,4 +1,4 @@
-"""The gateway posts to its backends over one aiohttp session (``config.backend_posts``, issue 33): every way a
+"""The gateway posts to its backends over one aiohttp session (``config.backend_posts``): every way a
 backend can fail answers the gateway's caller as it did over httpx, the backend receives the same request, and the
 aiohttp session is closed at shutdown, with no "Unclosed client session" warning."""
 

@@ -1,4 +1,4 @@
-"""The System One route reads its body itself (gateway/body.py, issue 33): every body, good or bad, must read as a
+"""The System One route reads its body itself (gateway/body.py): every body, good or bad, must read as a
 FastAPI body parameter reads it. The same bytes go to a route with ``req: SystemOneRequest`` (FastAPI's own parse)
 and to one that calls ``read_body``, both behind the gateway's error handlers; the answers must be the same bytes.
 And the gateway serves the route as a plain Starlette route ahead of its documented FastAPI one."""

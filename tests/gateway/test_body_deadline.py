@@ -1,4 +1,4 @@
-"""BodyLimit's body deadline on one ``loop.call_at`` (issue 33) keeps ``asyncio.timeout``'s semantics: the 408 when
+"""BodyLimit's body deadline on one ``loop.call_at`` keeps ``asyncio.timeout``'s semantics: the 408 when
 the body is late, any other cancellation passed on, the task's cancel count as it was."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The gateway's contract, in process over ``httpx.ASGITransport`` (issue 22, rows 2, 3, 4, 10):
+"""The gateway's contract, in process over ``httpx.ASGITransport``:
 its limits, its error shape for every body it cannot decode and for FastAPI's own errors, the Host
 check without keys, and the OpenAPI document. The backend is the loopback stub; each test asserts
 what the stub received (0 requests whenever the gateway refuses).
@@ -41,7 +41,7 @@ async def test_questions_over_the_cap_are_a_422_naming_the_limit(stub):
     assert stub.requests == 4  # the 4-question request only
 
 
-async def test_the_default_cap_refuses_the_issues_3000_questions_before_any_backend_call(stub):
+async def test_the_default_cap_refuses_3000_questions_before_any_backend_call(stub):
     app = create_app(config_for(stub, max_body_bytes=1_000_000))
     payload = body(3000)
     assert 150_000 < len(json.dumps(payload)) < 1_000_000  # under the body limit: the question cap refuses it

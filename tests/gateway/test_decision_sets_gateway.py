@@ -1,4 +1,4 @@
-"""Issue 35: "the gateway returns the set in its answer when the model has one" (``jev serve --calibration``).
+"""The gateway returns the decision set in its answer when the model has one (``jev serve --calibration``).
 
 Over real HTTP on loopback (uvicorn in a thread, and ``jev serve`` as a child process) in front of the
 stub backend: with a calibration file holding decision sets, an answer they apply to carries

@@ -1,4 +1,4 @@
-"""The gateway's engine clients post with their own HTTP client directly (direct.py, issue 33): past the SDK's
+"""The gateway's engine clients post with their own HTTP client directly (direct.py): past the SDK's
 request machinery, the per-attempt timeout of a request's twin still applied, the HTTP client closed at shutdown."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 37 E5: ``/docs`` (Swagger UI) and ``/redoc`` render without internet: every asset they load is
+"""``/docs`` (Swagger UI) and ``/redoc`` render without internet: every asset they load is
 served by the gateway itself (from the fastapi-offline package), none from a CDN; where Chromium is
 installed (``apt-get install chromium``), ``/docs`` is rendered in it with no other host reachable."""
 

@@ -1,4 +1,4 @@
-"""Issue 27's gateway and command-line half: one engine client and one memory per model, the per-user
+"""The warm start in the gateway and on the command line: one engine client and one memory per model, the per-user
 cache by default (``--no-cache`` / ``JEV_NO_CACHE=1`` to opt out), ``jev serve --warm`` with
 ``/healthz`` ready only after, and the same distribution from the library, ``jev decide`` and
 ``jev serve`` for the same question on the same backend.

@@ -1,4 +1,4 @@
-"""The wire around the decisions (issue 22, row 10): the OpenAPI document validates and shows the
+"""The wire around the decisions: the OpenAPI document validates and shows the
 question union, ``/metrics`` is declared as text, a bearer scheme is declared, and ``/v1/models``
 reads through both the openai SDK's ``models.list()`` and typesafe-sdk's.
 """

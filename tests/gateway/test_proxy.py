@@ -47,7 +47,7 @@ def test_trickled_headers_are_closed_by_the_proxy_in_time(proxied, stub):
 
 
 def test_forty_trickling_clients_are_all_closed_in_time(proxied):
-    """The slow-client probe of issue 22: 40 connections trickling headers, each closed within the bound."""
+    """The slow-client probe: 40 connections trickling headers, each closed within the bound."""
     results: list[tuple[float, bytes]] = []
 
     def one() -> None:

@@ -1,4 +1,4 @@
-"""The settings issue 33's instruction cuts rest on: each keeps what it replaced."""
+"""The settings the gateway's per-request instruction cuts rest on: each keeps what it replaced."""
 
 from __future__ import annotations
 

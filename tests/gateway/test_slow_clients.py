@@ -1,4 +1,4 @@
-"""Slow and greedy clients against the gateway under uvicorn, over raw loopback sockets (issue 22, row 1).
+"""Slow and greedy clients against the gateway under uvicorn, over raw loopback sockets.
 
 A body trickled a byte at a time (the gateway's ``--body-timeout``, a 408 in its error shape), more
 connections than ``--max-connections`` (uvicorn's ``limit_concurrency``: its 503), and a keep-alive

@@ -1,4 +1,4 @@
-"""Issue 34: the gateway on standard parts. No module of it imports a private name of uvicorn, Starlette,
+"""The gateway on standard parts. No module of it imports a private name of uvicorn, Starlette,
 httpx or httpcore (a name or a module path with a leading underscore, or uvicorn's protocol and loop
 internals, which an upgrade may change), so nothing of theirs is subclassed that they do not document;
 and the request path has one implementation: no fast path in front of FastAPI, no HTTP client of our own.
@@ -48,7 +48,7 @@ def test_the_request_path_has_one_implementation():
 
 
 def test_every_route_of_systemone_calls_the_one_function():
-    """``/v1/systemone`` is served by a plain Starlette route ahead of its FastAPI route (issue 33): both call the
+    """``/v1/systemone`` is served by a plain Starlette route ahead of its FastAPI route: both call the
     same endpoint, so there is still one implementation of the request path."""
     from fastapi import FastAPI
     from fastapi.routing import APIRoute

@@ -1,4 +1,4 @@
-"""Issue 36 R12, issue 37 E8: a call's examples for an id that is not a question are refused before any
+"""A call's examples for an id that is not a question are refused before any
 request; Retry-After given as an HTTP date is honoured like the SDK's own parser does."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 36 R1: many async calls on one client never queue more requests on its connection pool than
+"""Many async calls on one client never queue more requests on its connection pool than
 it can carry, and every call still ends by its own deadline (a loopback backend, the real openai SDK)."""
 
 from __future__ import annotations

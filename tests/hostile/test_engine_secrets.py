@@ -1,4 +1,4 @@
-"""Issue 36 R10: every credential the client carries is redacted wherever an error, a log or debug output
+"""Every credential the client carries is redacted wherever an error, a log or debug output
 shows it: a proxy header (``default_headers``), a cookie, a base URL's ``user:password`` and the ``Basic``
 credential httpx makes of it. The provider here echoes every header it was sent, as some proxies do."""
 

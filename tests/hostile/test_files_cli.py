@@ -1,4 +1,4 @@
-"""Issue 36 R6, R9: every file the commands read is bounded and a regular file; a bad one is one line
+"""Every file the commands read is bounded and a regular file; a bad one is one line
 on stderr and exit 2, never a traceback, a MemoryError or a hang (each command runs in a child process,
 bounded in time, so a regression cannot take this process's memory)."""
 

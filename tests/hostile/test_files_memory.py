@@ -1,4 +1,4 @@
-"""Issue 36 R5-R7, issue 37 E11: the memory file is read bounded, from a regular file only, validated
+"""The memory file is read bounded, from a regular file only, validated
 row by row against the question it serves, and its lock never follows a symlink."""
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def test_the_lock_never_creates_a_symlinks_target(tmp_path: Path):
 
 
 def test_a_save_waits_for_another_holder_of_the_lock(tmp_path: Path):
-    """The lock is filelock's: a second saver in this process waits for the first (E11)."""
+    """The lock is filelock's: a second saver in this process waits for the first."""
     from filelock import FileLock
 
     path = tmp_path / "memory.json"

@@ -1,4 +1,4 @@
-"""Issue 36 R3: one client re-opening slow connections cannot take every slot -- through the reverse proxy.
+"""One client re-opening slow connections cannot take every slot -- through the reverse proxy.
 
 The per-client cap lives in nginx (examples/deploy/nginx.conf: ``limit_conn`` per address,
 ``client_header_timeout``), not in uvicorn, which has none. The attacker connects from 127.0.0.2 (all

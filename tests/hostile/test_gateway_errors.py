@@ -1,4 +1,4 @@
-"""Issue 36 R11: the OpenAPI document of ``POST /v1/systemone`` lists every status the route returns,
+"""The OpenAPI document of ``POST /v1/systemone`` lists every status the route returns,
 generated from the same error table (``errors.ERRORS``) that the middlewares, the protocol and the
 routes raise from; the engine's error codes map into it.
 """
@@ -41,7 +41,7 @@ def test_the_document_lists_every_status_of_the_table(responses):
             "$ref": "#/components/schemas/ErrorBody"}
 
 
-def test_the_statuses_the_issue_found_missing_are_there(responses):
+def test_every_refusal_status_is_documented_with_its_error_type(responses):
     for status, kind in ((400, "invalid_encoding"), (400, "bad_request"), (413, "payload_too_large"),
                          (415, "unsupported_encoding"), (401, "unauthorized"), (429, "overloaded"),
                          (503, "too_many_connections"), (502, "backend_error"), (504, "timeout"),

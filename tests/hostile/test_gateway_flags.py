@@ -1,4 +1,4 @@
-"""Issue 36 R8 (and R9): every ``jev serve`` and ``jev decide`` flag checked at the door.
+"""Every ``jev serve`` and ``jev decide`` flag checked at the door.
 
 A table of bad values, one entry per flag of each command, read off argparse itself: a new flag
 without an entry fails :func:`test_the_table_covers_every_flag`. Each bad value ends in one line on

@@ -1,4 +1,4 @@
-"""Issue 36 R13: a request with two Host headers is a 400 (RFC 9112 section 3.2), over real HTTP on loopback.
+"""A request with two Host headers is a 400 (RFC 9112 section 3.2), over real HTTP on loopback.
 
 Before, only the first was read: ``localhost`` then ``attacker.example`` passed the no-keys Host check.
 """

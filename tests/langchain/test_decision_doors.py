@@ -1,4 +1,4 @@
-"""The LangChain doors with decision sets and data-chosen bands (issue 35): the guard and the gate take a
+"""The LangChain doors with decision sets and data-chosen bands: the guard and the gate take a
 target and labelled answers and choose allow / ask / block from them; the router sends an abstaining
 decision to its named fallback route."""
 

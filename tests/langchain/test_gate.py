@@ -74,7 +74,7 @@ def test_on_error_allow_and_raise():
 
 
 def test_decide_returns_the_probability_and_raises_on_failure():
-    # gate.decide() returns a GateDecision (issue 14); its probability is what decide() returned before
+    # gate.decide() returns a GateDecision; its probability is what decide() returned before
     assert JevGate(fake_client(FIRST), STATEMENT).decide("x").probability == pytest.approx(1 / (1 + math.exp(-2.9)))
     with pytest.raises(ProviderError):
         JevGate(fake_client(fail=True), STATEMENT).decide("x")
@@ -111,7 +111,7 @@ def test_gate_batch():
 def test_live_gate_opens_exactly_when_the_probability_clears_the_threshold(local_client):
     gate = JevGate(local_client, "The message is polite.", threshold=0.5)
     message = "Thank you so much for your help!"
-    p = gate.decide(message).probability  # a GateDecision since issue 14
+    p = gate.decide(message).probability  # decide() returns a GateDecision
     assert 0.0 <= p <= 1.0
     try:
         out = gate.invoke(message)

@@ -1,4 +1,4 @@
-"""A readout with no label in its window must close the gate and the guard (issue 12, item 2).
+"""A readout with no label in its window must close the gate and the guard.
 
 The window holds only tokens that are not labels (``Sure``, `` I``, ``The``): the engine reads the
 uniform distribution, P(true) = 0.5, which meets the default threshold. That stand-in is not

@@ -1,4 +1,4 @@
-"""What LangChain users tripped over (issue 14), each pinned by a test that failed before the fix."""
+"""What LangChain users tripped over, each pinned by a test that failed before the fix."""
 
 from __future__ import annotations
 

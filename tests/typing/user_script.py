@@ -1,6 +1,6 @@
 """A user's own script, type-checked from outside the checkout against the documented install (`pip install -e`).
 
-scripts/typecheck.sh copies it to a scratch folder and runs mypy and pyright there (issue 37, E1). Each
+scripts/typecheck.sh copies it to a scratch folder and runs mypy and pyright there. Each
 `# type: ignore[...]` below marks a line that is wrong on purpose: were a jev package unresolved, or its
 names typed `Any`, the line would not be an error, and mypy's --warn-unused-ignores would fail the check.
 """
