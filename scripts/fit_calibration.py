@@ -1,6 +1,6 @@
 """Fit the calibration shipped for the embedded default model, and judge it on answers it never saw.
 
-Superseded by issue 23: the shipped file is now fitted on public sets and judged leave one dataset
+Superseded: the shipped file is now fitted on public sets and judged leave one dataset
 out (``python -m bench heldout_fit bench/heldout_runs/qwen-*.json* --write``). This script, on the
 project's own tickets, is kept for that record; pass ``--no-write`` to leave the shipped file alone.
 

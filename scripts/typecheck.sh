@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mypy and pyright on the three packages and on a script made of README.md's python blocks (issue 24).
+# mypy and pyright on the three packages and on a script made of README.md's python blocks.
 # Uses (or makes) .venv-types: the project with its extras, so the frameworks' own types resolve.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +26,7 @@ echo "pyright: packages" >&2
 pyright --project pyproject.toml "${packages[@]}"
 echo "pyright: README.md's python blocks" >&2
 pyright --project pyproject.toml "$readme"
-# a user's script outside the checkout, against the documented install (issue 37, E1): the packages resolve
+# a user's script outside the checkout, against the documented install: the packages resolve
 # and carry their types (tests/typing/user_script.py's deliberate errors must each be caught)
 user=$(mktemp -d)
 trap 'rm -rf "$readme" "$user"' EXIT
