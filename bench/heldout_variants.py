@@ -6,8 +6,8 @@ decision at a time, each item's answer, the prior it was divided by and the raw 
 strength can be applied offline. Variants (what a user could write; no engine change):
 
 - ``levelnames``: a score asked as a choice whose options are its level names (``negative`` … ``positive``),
-  read back onto the levels: what a score answered by its level words instead of digits would read (since
-  ``5d7b45a`` a 3-level score is asked so by default, ``labels.level_names``: the same requests as ``base`` there);
+  read back onto the levels: what a score answered by its level words instead of digits would read (a
+  3-level score is asked so by default, ``labels.level_names``: the same requests as ``base`` there);
 - ``nouldesc``: a noul whose options say the statement is true / false *of the state*;
 - ``base``: as ``bench/heldout.py`` asks them;
 - ``digitsmapped`` (an engine change tried, not shipped by the variant): a score asked by digits, as the
