@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import email.message
 import json
+import re
+import sys
 from typing import Any, TypeVar
 
 from fastapi import HTTPException, Request
@@ -49,12 +51,14 @@ def _as_fastapi_reads(raw: bytes, content_type: str | None, model: type[M]) -> M
         body = raw
         if content_type and _is_json(content_type):
             try:
-                body = json.loads(raw)
+                body = json.loads(raw, parse_int=_int)
             except json.JSONDecodeError as e:
                 raise RequestValidationError([{"type": "json_invalid", "loc": ("body", e.pos), "msg": "JSON decode "
                                                "error", "input": {}, "ctx": {"error": e.msg}}], body=e.doc) from e
             except Exception as e:  # noqa: BLE001 - as FastAPI: not UTF-8, nested too deep
                 raise HTTPException(status_code=400, detail="There was an error parsing the body") from e
+    if body is not _NOTHING:
+        _refuse_long_numbers(body)
     if body is _NOTHING:
         raise RequestValidationError([{"type": "missing", "loc": ("body",), "msg": "Field required",
                                        "input": None}], body=None)
@@ -63,6 +67,44 @@ def _as_fastapi_reads(raw: bytes, content_type: str | None, model: type[M]) -> M
     except ValidationError as e:
         errors = [{**err, "loc": ("body", *err.get("loc", ()))} for err in e.errors(include_url=False)]
         raise RequestValidationError(errors, body=body) from None
+
+
+class _LongNumber(str):
+    """An integer of more digits than Python converts (``sys.get_int_max_str_digits()``, 4,300 by default), as
+    its text: ``json.loads`` would raise a ValueError with no field in it (a 400 for the whole body)."""
+
+
+def _int(text: str) -> int | _LongNumber:
+    limit = sys.get_int_max_str_digits()
+    return _LongNumber(text) if limit and len(text.lstrip("-")) > limit else int(text)
+
+
+def _refuse_long_numbers(body: Any) -> None:
+    """A RequestValidationError (422) naming the field of the first integer too long to convert, if any."""
+    todo: list[tuple[tuple[Any, ...], Any]] = [((), body)]
+    while todo:  # not recursive: a body nested as deep as the decoder takes stays off the stack
+        path, value = todo.pop()
+        if isinstance(value, _LongNumber):
+            limit = sys.get_int_max_str_digits()
+            raise RequestValidationError([{"type": "int_too_long", "loc": ("body", *path), "input": value[:20] + "...",
+                                           "msg": f"a number of {len(value.lstrip('-')):,} digits; at most "
+                                                  f"{limit:,} are read"}], body=None)
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        todo.extend(reversed([((*path, key), item) for key, item in items]))
+
+
+def refuse_long_numbers_in(raw: bytes) -> None:
+    """For a route whose body FastAPI parses (its ``json.loads`` raises a ValueError on an integer of more digits
+    than Python converts, which FastAPI answers 400 with no field): the 422 naming that integer's field, or
+    nothing (a body without such a run of digits is not parsed here)."""
+    limit = sys.get_int_max_str_digits()
+    if not limit or not re.search(rb"\d{%d}" % (limit + 1), raw):
+        return
+    try:
+        body = json.loads(raw, parse_int=_int)
+    except Exception:  # noqa: BLE001 - not JSON: FastAPI words it
+        return
+    _refuse_long_numbers(body)
 
 
 def _is_json(content_type: str) -> bool:
