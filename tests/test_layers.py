@@ -10,6 +10,7 @@ never run, which ``test_importing_the_engine_loads_no_application`` checks in a 
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -106,10 +107,22 @@ def test_applications_use_only_the_engines_public_api():
                 if other not in APP_MAY_USE[app]:
                     bad.append((m, dep))
             elif dep not in PUBLIC_MODULES:
-                bad.append((m, dep))
+                if not defines_public_names(dep, names):
+                    bad.append((m, dep))
             elif dep == "jev_shared" and not set(names) <= public:
                 bad.append((m, f"jev_shared: {sorted(set(names) - public)}"))
     assert bad == []
+
+
+def defines_public_names(module: str, names: tuple[str, ...]) -> bool:
+    """Whether every name taken from ``module`` is a public name of the engine that ``module`` defines: an
+    application may import the engine's public names from where they are defined, not only from the package root
+    (importing the root from below it would run an arrow back up)."""
+    if not names:
+        return False
+    mod = importlib.import_module(module)
+    return all(n in jev_shared.__all__ and getattr(mod, n, None) is getattr(jev_shared, n)
+               and getattr(getattr(mod, n), "__module__", module) == module for n in names)
 
 
 def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -165,3 +178,43 @@ def test_batch_names_are_still_importable_from_the_engine_and_the_batch_package(
     from jev_shared.batch import adecide_batch, decide_batch, stream_batch
 
     assert top is decide_batch and callable(stream_batch) and callable(adecide_batch)
+
+
+#: What the embedded server's layer (local/) never stands on: the flows that write the prompts and plan the calls.
+FLOWS = {"jev_shared.flows", "jev_shared.asking", "jev_shared.priors", "jev_shared.readon", "jev_shared.prompt",
+         "jev_shared.planning", "jev_shared.drive", "jev_shared.client", "jev_shared.pair"}
+#: What the kept prompts and the first round stand on besides local/ itself: the calls and the files.
+AROUND_THE_SEND = {"jev_shared.local.slots", "jev_shared.local.first_round"}
+
+
+def _local(name: str) -> bool:
+    return name == "jev_shared.local" or name.startswith("jev_shared.local.")
+
+
+def test_the_local_layer_never_imports_the_flows():
+    bad = [(m, dep) for m, deps in graph().items() if _local(m) for dep, _ in deps if dep in FLOWS]
+    assert bad == []
+
+
+def test_the_kept_prompts_stand_on_the_calls_and_the_files_only():
+    bad = [(m, dep) for m, deps in graph().items() if m in AROUND_THE_SEND for dep, _ in deps
+           if not _local(dep) and dep not in ("jev_shared.calls", "jev_shared.files")]
+    assert bad == []
+
+
+def test_the_local_layer_reads_no_request_messages():
+    """What a request is for is its ``intent``, which prompt its ``prompt.key``: never worked out from its messages
+    (``call.kwargs["messages"]``, ``.get("messages")``, ``prompt.messages``)."""
+    reads = []
+    for name, path in modules().items():
+        if not _local(name):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            key = node.slice if isinstance(node, ast.Subscript) else \
+                node.args[0] if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "get" and node.args else None
+            if isinstance(key, ast.Constant) and key.value in ("messages", "input"):
+                reads.append((name, node.lineno))
+            if isinstance(node, ast.Attribute) and node.attr == "messages":
+                reads.append((name, node.lineno))
+    assert reads == []

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from jev_shared import InvalidQuestionError
+from jev_shared.errors import InvalidQuestionError
 from jev_shared.files import open_regular, read_text
 
 from .labels import Labeler

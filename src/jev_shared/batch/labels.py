@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jev_shared import ChoiceAnswer, NoulAnswer, ScoreAnswer
+from jev_shared.answers import ChoiceAnswer, NoulAnswer, ScoreAnswer
 from jev_shared.calibration import Record
 
 #: Noul labels given as text, in any case.

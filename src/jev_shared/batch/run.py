@@ -27,7 +27,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from jev_shared import InvalidQuestionError, SystemOneResponse, wire_error
+from jev_shared.answers import SystemOneResponse
+from jev_shared.errors import InvalidQuestionError, wire_error
 
 #: In input order, finished items may wait this many times ``concurrency`` for a slow one ahead of them.
 ORDER_LOOKAHEAD = 4
