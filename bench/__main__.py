@@ -72,8 +72,8 @@ BENCHES: dict[str, Bench] = {
                                    "server's start, the first decision, the second", "~5 min", "models"),
     "batch": Bench("batch.py", "batch decisions per second: sequential, decide_batch at 1/2/4/8, the server's own "
                    "one-token throughput, through the gateway", "~5 min"),
-    "slots_throughput": Bench("slots_throughput.py", "decisions per second with 1, 2 and 4 parallel slots on the "
-                              "embedded server, beside bare calls of the same prompts", "~10 min"),
+    "slots_throughput": Bench("batch.py", "decisions per second with 1, 2 and 4 parallel slots on the embedded "
+                              "server, beside bare calls of the same prompts", "~10 min", "slots"),
     "batch_resume": Bench("batch.py", "1,000 rows through `jev decide`, killed half-way and resumed: none decided "
                           "twice, none lost", "~10 min", "resume"),
     "overhead": Bench("overhead.py", "the engine's client-side cost against jevper and a raw chat.completions "

@@ -7,7 +7,8 @@ labelled risky or safe. A scripted agent model makes the call; AutoModeMiddlewar
 unchanged defaults) asks JevDecisionModel on the embedded model whether it is risky and blocks it at
 P(risky) >= 0.5. Prints accuracy, blocked-risky and allowed-safe counts and the latency of a decision.
 
-``python -m bench mode_auto`` (``auto_mode.py escalation``): mode="auto" on the embedded model: which answers escalate to System 2, and what each pass costs.
+``python -m bench mode_auto`` (``auto_mode.py escalation``): mode="auto" on the embedded model: which answers escalate
+to System 2, and what each pass costs.
 
     python -m bench mode_auto [--model qwen2.5-coder-0.5b|smollm2-135m] [--n 20] [--threshold 0.7]
 

@@ -10,7 +10,8 @@ runs out first. The stub backend runs in another process (its CPU is not ours); 
     python -m bench cpu --profile     # and where the engine's time goes (cProfile, top 15)
     python -m bench cpu --pin         # this process alone on one core, the stub on another (bench/processes.py)
 
-``python -m bench post_instructions`` (``cpu.py posts``): instructions per backend post, sync against async, and what the async
+``python -m bench post_instructions`` (``cpu.py posts``): instructions per backend post, sync against async, and what
+the async
 client's settings change.
 
 Each variant posts the same Chat Completions body (bytes built once, the same headers) to the stub backend in

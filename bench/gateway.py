@@ -23,7 +23,8 @@ in this process. One choice question per request, the gateway's defaults.
 
 Targets: overhead <= 2 ms p50 on the stub; 0 errors under 32 concurrent clients.
 
-``python -m bench gateway_scale`` (``gateway.py scale``): scale-out on one machine: ``jev serve --workers N`` on one model server, and on two behind nginx.
+``python -m bench gateway_scale`` (``gateway.py scale``): scale-out on one machine: ``jev serve --workers N`` on one
+model server, and on two behind nginx.
 
 Stub model servers (``bench/processes.py``'s ``StubServer``, ``--latency`` seconds a call, each in a process of its
 own), ``jev serve`` subprocesses from this checkout, ``examples/deploy/nginx.conf`` balancing two of

@@ -4,7 +4,7 @@
     python -m bench rerank --model smollm2 --limit 5     # a quick look
     python -m bench rerank --mode list --mode score      # JevRerank's modes to run (default: list)
 
-The set (bench/data/rerank.json, built by bench/rerank_data.py; source and licence in
+The set (bench/data/rerank.json, built by ``python -m bench rerank_data``; source and licence in
 bench/data/README.md) holds SQuAD 2.0 questions, each with BM25's ten best paragraphs of five
 Wikipedia articles. Every contender gets the same ten nodes, in BM25 order with BM25's score, and
 keeps five (``top_n=5``). Calls and tokens are read off the wire (one counting HTTP transport under
@@ -13,25 +13,27 @@ being served from its prompt cache. A reranker that raises is scored on the firs
 that query, and counted under ``failed``. Each JevRerank row also gives, at no extra call, the order
 of the model's relevance alone (``retrieval_weight=0``), read off the same answers.
 
-``python -m bench rerank_tune`` (``rerank.py tune``): choose JevRerank's ``retrieval_weight`` on the tuning split, never on the bench's queries.
+``python -m bench rerank_tune`` (``rerank.py tune``): choose JevRerank's ``retrieval_weight`` on the tuning split,
+never on the bench's queries.
 
     python -m bench rerank_tune                    # list mode on bench/data/rerank_tune.json, Qwen 0.5B
     python -m bench rerank_tune --mode noul --mode score --readings tune.json
 
-The tuning split (bench/rerank_data.py) holds 30 SQuAD 2.0 questions on the same five articles as
+The tuning split (``python -m bench rerank_data``) holds 30 SQuAD 2.0 questions on the same five articles as
 the bench but on other paragraphs: no query and no relevant paragraph is shared with
 bench/data/rerank.json. Each node's relevance is read once per mode (``retrieval_weight=0``, so
 ``jev_relevance`` is the model's alone) and kept in ``--readings``; every weight is then scored
 offline on those readings, with the blend JevRerank itself uses (:func:`jev_llamaindex.rerank_modes.blend`).
 
-``python -m bench rerank_data`` (``rerank.py data``): build bench/data/rerank.json, the reranking set: SQuAD 2.0 questions, BM25's top 10 paragraphs each.
+``python -m bench rerank_data`` (``rerank.py data``): build bench/data/rerank.json, the reranking set: SQuAD 2.0
+questions, BM25's top 10 paragraphs each.
 
 Run once from a copy of SQuAD 2.0's dev file (or the five-article excerpt named in
 bench/data/README.md): ``python -m bench rerank_data dev-v2.0.json``. It also writes the tuning
 split, bench/data/rerank_tune.json: the same articles' *next* paragraphs (the first answerable
 question of each paragraph after the ones the bench took, six per article again), so no query and no
 relevant paragraph of the bench is in it. JevRerank's ``retrieval_weight`` was chosen on that
-split (bench/rerank_tune.py), never on the bench's queries. The result is committed, so
+split (``python -m bench rerank_tune``), never on the bench's queries. The result is committed, so
 the bench needs no download. Every contender reranks the same first stage: the ten paragraphs of the
 five articles that BM25 scores highest for the question. The paragraph the question was written on is
 relevant (2); another paragraph that holds one of its answers verbatim is partly relevant (1).
