@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .answers import SystemOneResponse
-from .calls import Flow
+from .calls import Flow, Prompt
 from .priors import CONTENT_FREE
 from .questions import Prepared
 from .redact import redact
@@ -60,16 +60,16 @@ def preview_calls(preps: Sequence[Prepared], flows: Sequence[Flow[Any]],
         flow.close()
         ids = [p.id for p in preps] if hosted else [preps[i].id]
         out.append({"questions": ids, "surface": call.surface, "path": ".".join(call.path),
-                    "request": redact(call.kwargs), "input_tokens": _count(call.kwargs, tokenize)})
+                    "request": redact(call.kwargs), "input_tokens": _count(call.prompt, tokenize)})
     return out
 
 
-def _count(kwargs: dict[str, Any], tokenize: Callable[[str], Any] | None) -> int | None:
-    """Tokens of the messages' texts in the server's tokenizer (the chat template adds a few per turn)."""
+def _count(prompt: Prompt | None, tokenize: Callable[[str], Any] | None) -> int | None:
+    """Tokens of the prompt's texts in the server's tokenizer (the chat template adds a few per turn); a hosted
+    call, which carries the state and questions rather than a prompt, counts none."""
     if tokenize is None:
         return None
-    texts = [m.get("content") for m in kwargs.get("messages") or kwargs.get("input") or []
-             if isinstance(m, dict)]
+    texts = [m.get("content") for m in (prompt.messages if prompt is not None else [])]
     try:
         return sum(len(tokenize(t)) for t in texts if isinstance(t, str))
     except Exception:  # noqa: BLE001 - a tokenizer that fails leaves the count unknown
