@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from jev_shared.continuation import chain, conditional, matches
 from jev_shared.labels import aliases_for, names_collide
+from jev_shared.readon import chain, conditional, matches
 
 
 @pytest.mark.parametrize("names, aliases", [

@@ -48,7 +48,7 @@ class Surface:
     parse: Parser | None = None
     #: it can carry a token distribution (logprobs); False: token readouts are refused, auto reads JSON
     logprobs: bool = True
-    #: an assistant message may end the prompt (a shared prefix is read on: continuation.py)
+    #: an assistant message may end the prompt (a shared prefix is read on: readon.py)
     prefill: bool = False
     #: it takes llama.cpp's ``grammar`` field (method="grammar")
     grammar: bool = False
