@@ -14,10 +14,14 @@ os.environ["JEV_NO_CACHE"] = "1"
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
 
 
-def pytest_configure(config):
-    # the suite's slowest tests (scripts/test.sh prints the ten slowest): `-m "not slow"` for a quick loop
-    config.addinivalue_line("markers", "slow: takes seconds (a subprocess, or a real model generating); "
-                                       "scripts/test.sh runs it, -m 'not slow' skips it")
+def pytest_report_collectionfinish(config, start_path, items):
+    """The suite's size, up front, where scripts/test.sh names the suite (``JEV_TEST_SUITE``)."""
+    suite = os.environ.get("JEV_TEST_SUITE")
+    if not suite:
+        return []
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    left = len(reporter.stats.get("deselected", [])) if reporter is not None else 0
+    return [f"{suite}: {len(items)} tests" + (f" ({left} left out by -m)" if left else "")]
 
 
 @pytest.fixture(scope="session")

@@ -52,7 +52,7 @@ def test_install_lines_work_from_a_checkout(block):
     assert not re.search(r"pip install [^\n]*jev-integrations", block.code), \
         f"{block.name}: use pip install -e '.[extras]' from a checkout"
     for line in commands(block.code) if block.lang == "bash" else []:
-        for m in re.finditer(r"-e '\.\[([a-z0-9,]+)\]'", line):
+        for m in re.finditer(r"-e '\.\[([a-z0-9,.-]+)\]'", line):
             unknown = set(m[1].split(",")) - EXTRAS
             assert not unknown, f"{block.name}: {line!r} names extras pyproject.toml lacks: {unknown}"
 
