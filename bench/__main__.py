@@ -31,10 +31,10 @@ BENCHES: dict[str, Bench] = {
     # quality: how well the engine decides
     "quality": Bench("quality.py", "accuracy, ECE before and after calibration and p50 latency of the embedded "
                      "models on the project's labelled sets (letters/names × 0/4 examples); writes docs/quality.md's "
-                     "tables", "~1 h (--quick: ~10 min)"),
+                     "tables", "~15 min a model (--quick: a few min)"),
     "heldout": Bench("heldout.py", "the default model with product defaults on public sets nobody tuned for, "
                      "every answer saved with its prior and raw readout (the input of the offline benches)",
-                     "~10 min a set (--limit 20: ~2 min)"),
+                     "~2-5 min a set and setting (--sets a,b --limit 20: a few min)"),
     "heldout_fit": Bench("heldout_fit.py", "offline: calibration maps fitted on the saved runs, judged "
                          "leave-one-dataset-out; --write ships a model's map", "~1 min, no model"),
     "heldout_strength": Bench("heldout_strength.py", "offline: how much of the prior each kind divides out, chosen "
@@ -45,12 +45,12 @@ BENCHES: dict[str, Bench] = {
                            "noul sets; --lodo judges saved runs offline", "~10 min a variant; --lodo seconds",
                            "nouls"),
     "heldout_router": Bench("heldout_router.py", "zero-shot on the public sets: the engine's defaults against a "
-                            "bare one-token call and LangChain's structured router, per model", "~30 min a set"),
+                            "bare one-token call and LangChain's structured router, per model", "~10-15 min a set of 30 items"),
     "decision_sets": Bench("decision_sets.py", "offline: decision sets' coverage and the data-chosen gate band on "
                            "the recorded answers of both embedded models", "~1 min, no model"),
     "compare_routers": Bench("compare_routers.py", "routers side by side (Jev, LangChain, LlamaIndex, jevper, a "
                              "bare call): accuracy, unusable answers, tokens, calls, latency; writes "
-                             "docs/benchmarks.md", "~25 min (--quick: a few min)"),
+                             "docs/benchmarks.md", "~12-18 min for 60 items (--quick: a few min)"),
     "rerank": Bench("rerank.py", "no rerank, LlamaIndex's LLMRerank and JevRerank on BM25's ten SQuAD candidates: "
                     "nDCG@5, hit@1, calls, latency", "~15 min (--limit 5: ~3 min)"),
     "rerank_tune": Bench("rerank.py", "JevRerank's retrieval_weight chosen on the tuning split, never on the "
