@@ -66,3 +66,52 @@ def test_models_list_reads_through_typesafe_sdk(gateway_url):
         listed = client.models.list()
     assert [m.name for m in listed.models] == [MODEL]
     assert listed.models[0].release_date[:2] == "20" and listed.models[0].description
+
+
+def _examples(spec, path):
+    return spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]["examples"]
+
+
+def test_the_decision_routes_say_what_they_do_in_a_users_words(spec):
+    from jev_shared.gateway.examples import DECISIONS_DESCRIPTION, SYSTEMONE_DESCRIPTION
+    from jev_shared.gateway.routes import systemone
+
+    systemone_post, decisions_post = spec["paths"]["/v1/systemone"]["post"], spec["paths"]["/v1/decisions"]["post"]
+    assert systemone_post["description"] == SYSTEMONE_DESCRIPTION
+    assert decisions_post["description"] == DECISIONS_DESCRIPTION
+    for word in ("noul", "choice", "score", "GET /v1/models", "Authorization: Bearer"):
+        assert word in SYSTEMONE_DESCRIPTION
+    assert systemone.__doc__ is None  # the route's code notes are comments, never the operation's text
+    for path, item in spec["paths"].items():
+        for op in item.values():
+            text = op.get("summary", "") + op.get("description", "")
+            assert not any(w in text for w in ("``", "hot path", "middleware", "pydantic", "(.")), (path, text)
+
+
+def test_every_request_example_is_a_valid_body_of_its_route(spec):
+    from pydantic import TypeAdapter
+
+    from jev_shared.gateway.decisions_wire import DecisionsRequest
+    from jev_shared.gateway.schema import QuestionDoc, SystemOneRequest
+
+    systemone, decisions = _examples(spec, "/v1/systemone"), _examples(spec, "/v1/decisions")
+    kinds = set()
+    for example in systemone.values():
+        assert example["summary"]
+        req = SystemOneRequest.model_validate(example["value"])
+        kinds |= {TypeAdapter(QuestionDoc).validate_python(q).type for q in req.questions.values()}
+    assert kinds == {"noul", "choice", "score"}  # a body to paste for each kind, not property1/property2
+    assert {q["type"] for ex in decisions.values() for q in DecisionsRequest.model_validate(ex["value"]).model_dump()[
+        "questions"]} == {"predicate", "choice", "score"}
+
+
+def test_every_request_example_is_answered_when_sent(spec, gateway_url):
+    headers = {"Authorization": f"Bearer {KEY}"}
+    for path in ("/v1/systemone", "/v1/decisions"):
+        for name, example in _examples(spec, path).items():
+            body = {**example["value"], "model": MODEL}  # the examples name the embedded default; this serves a stub
+            resp = httpx.post(gateway_url + path, json=body, headers=headers, timeout=30)
+            assert resp.status_code == 200, (path, name, resp.text)
+            answers = resp.json()["answers"]
+            asked = body["questions"]
+            assert (set(answers) == set(asked)) if path == "/v1/systemone" else (len(answers) == len(asked))

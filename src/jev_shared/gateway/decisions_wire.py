@@ -34,6 +34,7 @@ from jev_shared import ChoiceAnswer, ModelRefusalError, NoulAnswer, ScoreAnswer,
 from .body import refuse_long_numbers_in
 from .deps import caller, gateway
 from .errors import ApiError, api_error, from_exception
+from .examples import DECISIONS_DESCRIPTION, DECISIONS_EXAMPLES, request_examples
 from .routes import _ERRORS, json_response
 from .schema import SystemOneRequest
 from .service import Gateway
@@ -390,7 +391,8 @@ _WIRE_ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 @wire.post("/decisions", response_model=DecisionReply, responses=_WIRE_ERRORS,
-           summary="OpenAI's Decisions wire: predicate, choice and score questions, answered in order")
+           summary="OpenAI's Decisions wire: predicate, choice and score questions, answered in order",
+           description=DECISIONS_DESCRIPTION, openapi_extra=request_examples(DECISIONS_EXAMPLES))
 async def decisions(req: DecisionsRequest, request: Request, gw: Gateway = Depends(gateway),  # noqa: B008
                     key: str | None = Depends(caller)) -> Response:  # noqa: B008
     noted = request.scope.setdefault("jev", {})

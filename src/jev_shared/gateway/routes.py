@@ -13,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from .body import json_request_body, read_body
 from .deps import caller, gateway
 from .errors import ERRORS, Row, from_exception
+from .examples import SYSTEMONE_DESCRIPTION, SYSTEMONE_EXAMPLES, with_examples
 from .schema import ErrorBody, Health, ModelCard, ModelList, SystemOneReply, SystemOneRequest
 from .service import Gateway
 
@@ -39,12 +40,13 @@ decisions = APIRouter(prefix="/v1", tags=["decisions"])
 
 
 @decisions.post("/systemone", response_model=SystemOneReply, responses=_ERRORS,
-                summary="Answer typed questions about a state",
-                openapi_extra={"security": [{"bearer": []}], "requestBody": json_request_body(SystemOneRequest)})
+                summary="Answer typed questions about a state", description=SYSTEMONE_DESCRIPTION,
+                openapi_extra={"security": [{"bearer": []}],
+                               "requestBody": with_examples(json_request_body(SystemOneRequest), SYSTEMONE_EXAMPLES)})
 async def systemone(request: Request) -> Response:
-    """The hot path: no dependency to solve (the Auth middleware has checked the key; the scheme is declared
-    above, as ``caller`` declares it on the other routes), the body validated from its bytes and the answer
-    serialised by pydantic, each in one step (.body; the body is documented above)."""
+    # The hot path: no dependency to solve (the Auth middleware has checked the key; the scheme is declared
+    # above, as ``caller`` declares it on the other routes), the body validated from its bytes and the answer
+    # serialised by pydantic, each in one step (.body; the body is documented above).
     req = await read_body(request, SystemOneRequest)
     gw: Gateway = request.app.state.gateway
     noted = request.scope.setdefault("jev", {})

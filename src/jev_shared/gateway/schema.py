@@ -73,11 +73,12 @@ Questions = Annotated[dict[str, Any], WithJsonSchema({
 
 
 class SystemOneRequest(RequestOptions, BackendOptions):
-    """``{model, state, questions}`` as the hosted API has it; options nested or flat."""
+    """A System One request: `model`, `state` and `questions`, as the hosted API takes them; the options nested
+    under `request` and `backend`, or flat at the top level."""
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field(min_length=1)
+    model: str = Field(min_length=1, description="a model this gateway serves (GET /v1/models)")
     state: Any = Field(description="text, a JSON object or list, or chat turns")
     questions: Questions
     request: RequestOptions | None = None
