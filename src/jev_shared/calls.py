@@ -15,6 +15,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Generator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
@@ -61,6 +62,20 @@ class Budget:
 
 
 NO_BUDGET = Budget()
+#: The budget of the call being planned in this context (the planner sets it while it may ask the server's
+#: tokenizer): that I/O is the call's too, bounded by its deadline on the first call as on any other.
+PLANNING: ContextVar[Budget | None] = ContextVar("jev_planning_budget", default=None)
+
+
+def planning_time_left(default: float | None = None) -> float | None:
+    """Seconds left for I/O while a call is planned (at most ``default``), or ``default`` outside a call with a
+    deadline; a DecisionTimeoutError once the call's time ran out."""
+    budget = PLANNING.get()
+    left = None if budget is None else budget.left()
+    if budget is None or left is None:
+        return default
+    budget.check()
+    return left if default is None else min(left, default)
 
 
 class Intent(StrEnum):
@@ -86,8 +101,8 @@ class Intent(StrEnum):
 class Prompt:
     """The messages as the engine wrote them, before any wire translation.
 
-    ``stem`` is the part that holds no state where the prompt is zero-shot with the state last (its system
-    message: the rules, the question and its options; the state alone follows), else None. A repair turn keeps
+    ``stem`` is the part that holds no state where the state comes last (its system message: the rules, the question
+    and its options; with examples, their turns too; the state alone follows), else None. A repair turn keeps
     the stem of the prompt it repairs. :attr:`key` names the stem for a model, the same on every run.
     """
 

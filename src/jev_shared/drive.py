@@ -302,8 +302,8 @@ async def run_tasks(jobs: Sequence[Callable[[], Awaitable[T]]], *, scout: bool, 
         except BaseException:  # the caller was cancelled: so are its questions (no request leaves after)
             _abandon(tasks, budget)
             raise
-        if pending:
-            _abandon(pending, budget)
+        if pending:  # every task of the wave: one that failed before the deadline is read too (else asyncio logs
+            _abandon(tasks, budget)  # "Task exception was never retrieved" when it is collected)
             raise timed_out(budget)
         for i, task in zip(wave, tasks):
             outcomes[i] = _outcome_of(task)

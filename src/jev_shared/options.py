@@ -190,12 +190,19 @@ def check_choice(name: str, value: Any, allowed: tuple[str, ...], error: type[Ex
     raise error(message, field=name) if error is InvalidQuestionError else error(f"{name}: {message}")
 
 
+#: The longest total timeout a call may set (seconds, about 11.6 days): a thread's wait takes at most
+#: ``threading.TIMEOUT_MAX`` (49.7 days on Windows) and a wall-clock deadline must fit the platform's time_t
+#: (``timeout=1e10`` was an OverflowError out of the sync client's first wait).
+MAX_TIMEOUT_S = 1_000_000
+
+
 def check_timeout(value: Any, error: type[Exception]) -> None:
-    """A total timeout is None or a finite number of seconds above 0 (inf would overflow the thread wait)."""
+    """A total timeout is None or a finite number of seconds above 0, at most :data:`MAX_TIMEOUT_S`."""
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        message = f"must be None or a finite number of seconds > 0, got {value!r}"
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0
+            or value > MAX_TIMEOUT_S):
+        message = f"must be None or a finite number of seconds > 0 and <= {MAX_TIMEOUT_S:,}, got {value!r}"
         raise error(message, field="timeout") if error is InvalidQuestionError else error(f"timeout: {message}")
 
 

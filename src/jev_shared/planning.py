@@ -23,13 +23,14 @@ from .answers import SystemOneResponse
 from .backend import Backend
 from .calibration import Calibrator
 from .calibration.policy import calibrated
-from .calls import Budget, Call, Flow, Reply
+from .calls import PLANNING, Budget, Call, Flow, Reply
 from .decision_sets import DecisionSets, attach_sets, sets_for
 from .errors import InvalidQuestionError, UnsupportedMethodError
 from .exact import TokenTable
+from .first_tokens import distinct_aliases
 from .flows import Ask, answer
 from .hosted import hosted_flow, refuse_llm_options
-from .labels import answer_words, token_checked_aliases
+from .labels import answer_words
 from .layout import choose_layout
 from .memory import BackendMemory
 from .methods import TOKEN_READOUT
@@ -164,16 +165,22 @@ class Planner:
     def plan(self, state: Any, questions: Mapping[str, Any], *, debug: bool | None = None, **options: Any) -> Plan:
         """Everything checked before any request, then one flow per question (or one hosted flow)."""
         opts, preps = self.checked(state, questions, **options)
-        preps = self._token_checked(preps, opts)
-        opts = self._exact(opts, preps)
-        debug = opts.debug if debug is None else debug
         timeout = options.get("timeout")
-        budget = Budget.of(opts.timeout if timeout is None else timeout)
+        budget = Budget.of(opts.timeout if timeout is None else timeout)  # the deadline runs from here: the
+        planning = PLANNING.set(budget)  # server's tokenizer may be asked below, within it (calls.planning_time_left)
+        try:
+            preps = self._token_checked(preps, opts)
+            opts = self._exact(opts, preps)
+            if not opts.hosted:
+                opts, concurrency, why = self._resolve_layout(opts, preps, state)
+        finally:
+            PLANNING.reset(planning)
+        budget.check()  # time that ran out while planning: no request is sent
+        debug = opts.debug if debug is None else debug
         records = [Record(debug) for _ in preps]
         if opts.hosted:
             flows: list[Flow[Any]] = [hosted_flow(opts, preps, state, records[0])]
             return Plan(preps, flows, records, False, budget, time.perf_counter(), debug)
-        opts, concurrency, why = self._resolve_layout(opts, preps, state)
         flows = [answer(Ask(p, state, opts, self.memory, self.speaks, r)) for p, r in zip(preps, records)]
         scout = self.memory.needs_scout(opts.model, opts.api, self.speaks, len(preps))
         return Plan(preps, flows, records, scout, budget, time.perf_counter(), debug, concurrency, why)
@@ -204,7 +211,7 @@ class Planner:
 
     def _token_checked(self, preps: list[Prepared], opts: Options) -> list[Prepared]:
         """Choice names the server's tokenizer does not tell apart at the first token get answer words
-        it does (``labels.token_checked_aliases``), found once per option set; no tokenizer, no change."""
+        it does (``first_tokens.distinct_aliases``), found once per option set; no tokenizer, no change."""
         tokenize = self.tokenize
         if tokenize is None or opts.labels != "names" or opts.hosted or opts.method not in (*TOKEN_READOUT, "auto"):
             return preps
@@ -223,8 +230,10 @@ class Planner:
         if key not in self._checked_aliases:
             try:
                 first = partial(_first_token, tokenize)
-                self._checked_aliases[key] = token_checked_aliases(prep.keys, prep.descriptions, first)
+                self._checked_aliases[key] = distinct_aliases(prep.keys, prep.descriptions, first)
             except Exception:  # noqa: BLE001 - a tokenizer that fails leaves the names' own aliases
+                if _out_of_time():
+                    return prep  # the call's deadline, not the tokenizer: asked again next call
                 self._checked_aliases[key] = None
         aliases = self._checked_aliases[key]
         return dataclasses.replace(prep, aliases=aliases) if aliases else prep
@@ -303,6 +312,12 @@ def _ended(outcome: BaseException) -> Flow[Any]:
         return outcome.value
     raise outcome
     yield  # noqa: B901 - never reached: it makes this a generator
+
+
+def _out_of_time() -> bool:
+    budget = PLANNING.get()
+    left = None if budget is None else budget.left()
+    return left is not None and left <= 0
 
 
 def _first_token(tokenize: Callable[[str], Any], word: str) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 
 from . import backend
 from .backend import Backend
+from .calls import planning_time_left
 from .errors import ClientCapabilityError
 from .surface_sglang import SGLANG
 from .surface_vllm import VLLM
@@ -35,7 +36,9 @@ def server_tokenizer(client: Any) -> Callable[[str], list[int]]:
     url = str(base).rstrip("/").removesuffix("/v1") + "/tokenize"
 
     def tokenize(text: str) -> list[int]:
-        body = post(url, body={"prompt": text, "add_special_tokens": False}, cast_to=object)
+        left = planning_time_left()  # the call's deadline bounds its tokenizer's requests too
+        options = {} if left is None else {"options": {"timeout": left}}
+        body = post(url, body={"prompt": text, "add_special_tokens": False}, cast_to=object, **options)
         tokens = body["tokens"] if isinstance(body, dict) else None
         if not isinstance(tokens, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
             raise ValueError(f"{url} did not answer a list of token ids")

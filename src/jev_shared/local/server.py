@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backend import Backend, attach
+from ..calls import planning_time_left
 from ..direct import HttpTarget, sdk_client
 from ..files import caching_off, memory_file
 from .models import DEFAULT_MODEL, INSTALL_LOCAL, MODELS, LocalModelError
@@ -155,7 +156,7 @@ class LocalServer:
         body = json.dumps({"content": text}).encode()
         req = urllib.request.Request(self.base_url.removesuffix("/v1") + "/tokenize", data=body,
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as r:
+        with urllib.request.urlopen(req, timeout=planning_time_left(10.0)) as r:  # within a call: its deadline
             return [t if isinstance(t, int) else t["id"] for t in json.loads(r.read())["tokens"]]
 
 
