@@ -25,6 +25,9 @@ PRIOR_FLOOR = 1e-3
 #: read the README's refund request as spam 0.69. A lean stronger than that is the answer, not a lean.
 #: Measured on the public sets: no kind loses accuracy by it.
 PRIOR_SHARE = 0.3
+#: A logprob above this (a probability above 1, past rounding: exp(0.001) = 1.001) is a provider's fault: read
+#: relative to the others it was a distribution (yes +5, no +1 read as P(yes) 0.98), and a gate opened on it.
+LOGPROB_SLACK = 1e-3
 
 
 @dataclass
@@ -169,6 +172,9 @@ def _fold_window(candidates: list[Any], fold: Fold) -> tuple[dict[str, float], l
         lp = float(lp)
         if lp != lp or lp == math.inf:  # NaN, +inf
             raise LabelReadoutError(f"non-finite logprob {lp!r} for token {raw!r}")
+        if lp > LOGPROB_SLACK:  # a probability above 1: softmax would read it as a sure answer
+            raise LabelReadoutError(f"logprob {lp!r} above 0 for token {raw!r}: the provider's fault (a probability "
+                                    "above 1), not a distribution")
         returned.append(lp)
         token = raw if type(raw) is str else str(raw or "")
         label = fold(token)
