@@ -122,6 +122,11 @@ def _words(name: str) -> list[str]:
     return [w for w in _WORD_SPLIT.split(_CAMEL.sub(" ", name.strip())) if w] or [name.strip()]
 
 
+def words_of(name: str) -> list[str]:
+    """A name's words: split at spaces, ``_ - / . :`` and camelCase humps."""
+    return _words(name)
+
+
 def _described(aliases: tuple[str, ...], descriptions: Sequence[str]) -> tuple[str, ...]:
     """Numbered names (``choice_1`` …) say nothing: answer with each description's first word of its
     own (3+ letters, shared with no other description's first words), where every one has one."""
