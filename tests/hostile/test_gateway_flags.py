@@ -36,6 +36,7 @@ DECIDE: dict[str, list[str]] = {
     "--backend-url": ["", "gpu:8000", "https://"], "--model": [""], "--backend-api": ["soap"], "--no-cache": [],
     "--layout": ["sideways"], "--timeout": ["0", "-1", NAN, INF], "--input": ["", "{missing}"],
     "--output": ["", "{directory}"], "--column": ["", "nope"], "--id-column": [""], "--concurrency": ["0", "-1"],
+    "--label": ["", "nope", "team=", "team=id"],
     "--method": ["guess"], "--dry-run": [], "--retry-failed": [], "--review-threshold": ["-0.1", "1.5", NAN],
     "--review": ["", "{directory}"], "--no-progress": [],
 }
@@ -93,7 +94,7 @@ def _base(command: str, flag: str, tmp_path) -> list[str]:
     items = tmp_path / "items.csv"
     items.write_text("id,state\n1,hello\n")
     base = ["decide", "--questions", json.dumps(QUESTIONS), "--backend-url", "http://127.0.0.1:9/v1", "--model", "m"]
-    batch = flag in ("--output", "--column", "--id-column", "--concurrency", "--review-threshold", "--review")
+    batch = flag in ("--output", "--column", "--id-column", "--label", "--concurrency", "--review-threshold", "--review")
     if batch:
         return [*base, "--input", str(items), "--output", str(tmp_path / "out.jsonl")]
     return base if flag == "--input" else [*base, "--state", "hello"]
