@@ -38,6 +38,7 @@ def test_a_marked_client_dropped_unclosed_frees_its_http_client(sdk, http_defaul
     assert http_ref() is None, "the HTTP client (and its connection pool) outlived its SDK client"
 
 
+@pytest.mark.slow
 def test_a_local_client_dropped_unclosed_releases_its_connection_now(local_server) -> None:
     """A decision on the embedded server, the client dropped without ``close()``: its HTTP client is collected at
     once, and the pooled connection to the server with it (not at the process's exit)."""

@@ -26,6 +26,7 @@ def overconfident(n: int = 60) -> list[dict]:
     return rows
 
 
+@pytest.mark.slow
 def test_jev_calibrate_prints_ece_before_and_after_and_a_threshold(tmp_path, capsys):
     path = tmp_path / "labelled.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in overconfident()) + "\n")

@@ -6,6 +6,8 @@ import pytest
 
 from tests.helpers.cli import jev, one_line_exit_2
 
+pytestmark = pytest.mark.slow  # every test here starts a subprocess or a server (seconds each): scripts/test.sh --full runs them
+
 BAD = [
     ("--coverage", "1.5"), ("--coverage", "0"), ("--coverage", "1"), ("--coverage", "nan"),
     ("--target", "-0.1"), ("--target", "inf"), ("--questions", ""),

@@ -25,6 +25,7 @@ def calibrate(tmp_path: Path, capsys, name: str, *flags: str) -> tuple[str, dict
     return line, json.loads(out.read_text())["decision_sets"]
 
 
+@pytest.mark.slow
 def test_randomized_draws_the_boundary_and_says_so(tmp_path, capsys):
     line, plain = calibrate(tmp_path, capsys, "plain")
     assert "conservative: coverage at least 80%, up to 1/(n+1) above (0.6 points at n = 180)" in line
@@ -41,6 +42,7 @@ def test_randomized_draws_the_boundary_and_says_so(tmp_path, capsys):
     assert DecisionSets.load(tmp_path / "low.json").seed == 0  # the seed is read back with the sets
 
 
+@pytest.mark.slow
 def test_randomized_without_a_seed_prints_and_saves_the_one_it_drew(tmp_path, capsys):
     line, drawn = calibrate(tmp_path, capsys, "drawn", "--randomized")
     seed = int(re.search(r"seed (\d+)\):", line)[1])
@@ -49,6 +51,7 @@ def test_randomized_without_a_seed_prints_and_saves_the_one_it_drew(tmp_path, ca
     assert again["thresholds"] == drawn["thresholds"]  # the printed seed repeats the fit
 
 
+@pytest.mark.slow
 def test_a_seed_without_randomized_is_refused_before_reading(tmp_path):
     out = jev("calibrate", str(tmp_path / "never-read.jsonl"), "--seed", "3")
     one_line_exit_2(out, "--seed")

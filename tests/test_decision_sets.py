@@ -182,6 +182,7 @@ def test_recordings_hold_two_choice_sets_of_7_to_70_options_a_noul_and_a_score_p
         assert all(len(s["rows"]) >= 100 for s in per.values()), model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("coverage", [0.8, 0.9, 0.95])
 def test_recorded_mean_coverage_within_two_points(coverage):
     for model, per in recorded().items():
@@ -257,6 +258,7 @@ def test_a_randomized_fit_is_repeatable_with_a_seed_and_saved_as_such(tmp_path):
     assert not DecisionSets.fit(answers, truths, 0.9).randomized
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("randomized", [False, True])
 def test_recorded_coverage_judged_both_ways_over_twenty_splits(randomized):
     """The bench's "both ways" columns: each half judged by a fit on the other, 20 splits, every row."""

@@ -73,6 +73,7 @@ def test_every_docs_python_block_runs_or_is_a_fragment_on_purpose():
         assert any(b.runs and b.page.name == page for b in BLOCKS), f"docs/{page}: no block runs on the model"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(TIMEOUT + 30)
 @pytest.mark.parametrize("block", [pytest.param(b, marks=marks(b), id=b.name) for b in OFFLINE])
 def test_offline_block_runs_as_written(block, tmp_path):

@@ -165,6 +165,7 @@ def test_total_timeout_is_wall_clock_when_the_pool_stalls():
     assert pool.entered >= 8 and max(took) < 0.5 + 2.5, (pool.entered, took)
 
 
+@pytest.mark.slow
 def test_total_timeout_is_wall_clock_on_a_starved_real_pool():
     """40 calls x 8 questions through one real httpx pool of 2 connections to a server that never
     answers: every call ends with DecisionTimeoutError near its timeout, not after the pool drains.

@@ -38,6 +38,7 @@ def assert_distribution(answer):
     assert sum(probs) == pytest.approx(1.0) and all(0 <= p <= 1 for p in probs)
 
 
+@pytest.mark.slow
 def test_a_client_of_unknown_surface_scouts_then_moves(local_server):
     """api='auto' on a plain client tries Responses first; llama.cpp refuses logprobs there. The first
     question scouts alone and moves to Chat Completions; the other two follow it there."""
@@ -64,6 +65,7 @@ def test_three_question_types_answer_in_order(local_client):
     assert resp.debug["methods"] == {"team": "logprobs", "urgency": "logprobs", "spam": "logprobs"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["state_last", "split", "fused"])
 @pytest.mark.parametrize("labels", ["letters", "names"])
 def test_layouts_and_label_styles(local_server, layout, labels):
@@ -97,6 +99,7 @@ def test_grammar_constrains_the_sampled_token(local_server):
     assert_distribution(resp.answers["team"])
 
 
+@pytest.mark.slow
 def test_examples_become_earlier_turns_before_the_state(local_server):
     client = SystemOneClient(local_server.client(), model=local_server.model, debug=True, api="chat_completions",
                              examples={"spam": [Example(state="WIN A FREE IPHONE NOW!!!", answer=True),
@@ -122,6 +125,7 @@ def test_json_methods_and_system2_on_the_real_server(local_server):
             assert_distribution(answer)
 
 
+@pytest.mark.slow
 def test_mode_auto_escalates_by_threshold(local_server):
     sure = SystemOneClient(local_server.client(), model=local_server.model, mode="auto", auto_threshold=0.0,
                            api="chat_completions")
@@ -147,6 +151,7 @@ def test_async_client_matches_the_sync_client(local_server):
     assert got.answers["team"].probabilities == pytest.approx(expected.answers["team"].probabilities, abs=1e-3)
 
 
+@pytest.mark.slow
 def test_debias_asks_the_content_free_prior_once_per_prompt(local_server):
     async def main():
         client = AsyncSystemOneClient(local_server.async_client(), model=local_server.model, debias=True,
@@ -179,6 +184,7 @@ def test_the_async_client_scouts_the_surface_with_one_question(local_server):
     assert first.debug["apis"] == second.debug["apis"] == dict.fromkeys(QUESTIONS, "chat_completions")
 
 
+@pytest.mark.slow
 def test_single_question_helpers(local_client):
     assert local_client.noul(TICKET, "This ticket is spam.").type == "noul"
     assert local_client.choice(TICKET, "Which team?", {"a": "billing", "b": "tech"}).choice in ("a", "b")
@@ -216,6 +222,7 @@ def test_unknown_local_model_is_a_clear_error():
         LocalServer(model="gpt-17")
 
 
+@pytest.mark.slow
 def test_names_sharing_a_first_token_are_checked_with_the_servers_tokenizer(local_server):
     """In SmolLM2's vocabulary "billing" and "bills" both start with "b" (/tokenize): the client that
     LocalServer made knows it before asking, and answers by description words it tells apart."""
@@ -242,6 +249,7 @@ WORDS64 = ("apple banana cherry dog elephant forest guitar house island jacket k
            "marble paper shoe train").split()
 
 
+@pytest.mark.slow
 def test_a_64_option_question_reads_every_options_probability_on_the_embedded_server(local_server):
     """llama.cpp reads the labels' own first tokens (logit_bias + post-sampling probabilities): no option is
     floored for falling outside a window; the same server read through the top-20 window floors most."""

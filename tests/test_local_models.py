@@ -304,6 +304,7 @@ def _jev(*args: str) -> subprocess.CompletedProcess:
     return jev(*args, timeout=120)
 
 
+@pytest.mark.slow
 def test_jev_decide_names_the_embedded_models_and_refuses_an_unknown_one():
     assert "qwen2.5-coder-1.5b" in _jev("decide", "--help").stdout
     out = _jev("decide", "--model", "qwen-9000", "--state", "hi", "--questions", json.dumps(SPAM))

@@ -170,6 +170,7 @@ for i in range(40):
 """
 
 
+@pytest.mark.slow
 def test_two_processes_writing_at_once_never_tear_or_lose(tmp_path: Path) -> None:
     path = tmp_path / "memory.json"
     procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), tag]) for tag in ("a", "b")]

@@ -64,6 +64,7 @@ def jev_help(command: str) -> str:
     return out.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "bash" and re.search(r"^\s*(\S+=\S+ )*jev ", b.code, re.M)],
                          ids=lambda b: b.name)
 def test_jev_command_lines_use_real_flags(block):

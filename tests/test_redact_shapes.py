@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,7 @@ def regexes(text: str) -> str:
     return URL_USERINFO.sub(REDACTED + "@", SECRET_VALUES.sub(REDACTED, text))
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=6)), max_size=12))
 def test_the_marks_check_gives_what_the_regexes_give(pieces: list[str]) -> None:

@@ -131,6 +131,7 @@ def test_a_body_that_is_not_a_json_object_is_a_provider_error(raw):
 
 # 6. no request leaves after the call's timeout -------------------------------------------------------
 
+@pytest.mark.slow
 def test_after_a_timeout_the_sync_client_sends_nothing_more():
     fake = Scripted(transient, delay=0.15)
     client = SystemOneClient(fake, model="m", method="logprobs", max_retries=50)

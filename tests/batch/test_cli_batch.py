@@ -11,8 +11,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from bench.batch_data import ROUTING, write_csv, write_questions
 from tests.batch.conftest import QUESTIONS
+
+pytestmark = pytest.mark.slow  # every test here starts a subprocess or a server (seconds each): scripts/test.sh --full runs them
 
 
 def jev_cmd() -> list[str]:

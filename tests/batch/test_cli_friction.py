@@ -32,6 +32,7 @@ def batch(stub, tmp_path, rows: list[dict], *extra: str, questions: dict | None 
                "--output", str(tmp_path / "answers.jsonl"), "--backend-url", stub.base_url, "--model", "m", *extra)
 
 
+@pytest.mark.slow
 def test_an_unreachable_backend_is_named_without_its_credentials(capsys):
     status = run("decide", "--backend-url", "http://jev:s3cret-pw@127.0.0.1:9/v1?token=t0ken", "--model", "m",
                  "--state", "hi", "--questions", json.dumps(QUESTIONS))
@@ -67,6 +68,7 @@ def test_review_rows_carry_the_items_text(stub, tmp_path, capsys):
         ("k2", "want=nobody: no option in the window", "team")]
 
 
+@pytest.mark.slow
 def test_decisions_per_s_counts_the_run_not_the_preparation(stub, tmp_path, capsys, monkeypatch):
     prepare = SystemOneClient.prepare
 

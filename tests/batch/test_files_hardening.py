@@ -38,6 +38,7 @@ def refusal(out: subprocess.CompletedProcess) -> str:
     return json.loads(out.stderr.strip().splitlines()[-1])["error"]["message"]
 
 
+@pytest.mark.slow
 def test_dev_full_is_refused_at_once_without_reading_it(stub, tmp_path):
     out = decide_to(stub, tmp_path, "/dev/full")
     assert "not a regular file" in refusal(out) and stub.requests == 0

@@ -172,3 +172,14 @@ def test_calibrate_leaves_out_a_torn_last_line_and_names_a_bad_one(tmp_path, cap
 def test_the_log_line_without_labels_is_unchanged(tmp_path: Path):
     resp = response(spam=NoulAnswer(noul=0.3))
     assert set(ItemResult("a", 0, response=resp).to_json()) == {"id", "answers", "error", "usage"}
+
+
+def test_calibrate_names_the_line_whose_label_its_answer_lacks(tmp_path, capsys):
+    resp = response(team=ChoiceAnswer(choice="billing", probabilities={"billing": 0.8, "technical": 0.2},
+                                      confidence=0.6))
+    lines = [ItemResult(f"r{i}", i, response=resp, labels={"team": "billing"}).to_json() for i in range(5)]
+    lines.append(ItemResult("odd", 5, response=resp, labels={"team": "sales"}).to_json())  # the questions changed
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["calibrate", str(path), "--out", str(tmp_path / "c.json")]) == 2
+    assert "answers.jsonl: the line of id 'odd': label 'sales' is not one of the answer's keys" in capsys.readouterr().err

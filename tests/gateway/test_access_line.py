@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,6 +33,7 @@ VALUES = st.one_of(st.sampled_from(TRICKY), st.text(max_size=30), st.integers(),
                    st.tuples(st.sampled_from(TRICKY)), st.builds(object))
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.dictionaries(st.one_of(st.sampled_from(NAMES), st.text(max_size=12)), VALUES, max_size=9))
 def test_one_pass_is_field_by_field(fields: dict[str, Any]) -> None:

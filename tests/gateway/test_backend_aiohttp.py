@@ -188,6 +188,7 @@ async def test_shutdown_closes_the_aiohttp_session(stub):
     assert not _unclosed(caught)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_two_workers_each_close_their_sessions_on_shutdown(stub):
     """``jev serve --workers 2``: each worker posts over its own session, on its own loop, and runs the app's

@@ -15,6 +15,8 @@ from jev_shared.local import free_port
 from tests.gateway.conftest import KEY
 from tests.gateway.crowd import wait_healthy
 
+pytestmark = pytest.mark.slow  # every test here starts a subprocess or a server (seconds each): scripts/test.sh --full runs them
+
 SPAM = {"spam": {"type": "noul", "instructions": "This is spam."}}
 
 

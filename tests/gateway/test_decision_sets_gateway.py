@@ -73,6 +73,7 @@ def test_without_the_file_the_wire_is_unchanged(stub, gateway_url):
         assert "decision_set" not in answer and "abstains" not in answer
 
 
+@pytest.mark.slow
 def test_sets_for_other_options_are_not_attached(stub, tmp_path):
     path = tmp_path / "calibration.json"
     Calibrator({"*": 1.0}).save(path)
@@ -82,6 +83,7 @@ def test_sets_for_other_options_are_not_attached(stub, tmp_path):
     assert all("decision_set" not in a for a in answers.values())  # none has the options a, b, c
 
 
+@pytest.mark.slow
 def test_the_calibration_in_the_file_is_applied(stub, tmp_path):
     path = tmp_path / "calibration.json"
     write_calibration(path, temperature=4.0)
@@ -93,6 +95,7 @@ def test_the_calibration_in_the_file_is_applied(stub, tmp_path):
     assert hot["decision_set"] == DecisionSets.load(path, "spam").of(hot["noul"])
 
 
+@pytest.mark.slow
 def test_the_decisions_wire_carries_typed_sets(stub, calibration_file):
     questions = [{"type": "choice", "name": "team", "instructions": "Which team?",
                   "choices": [{"value": "billing"}, {"value": "technical"}]},
@@ -109,6 +112,7 @@ def test_the_decisions_wire_carries_typed_sets(stub, calibration_file):
     assert "decision_set" not in urgency
 
 
+@pytest.mark.slow
 def test_the_openapi_document_shows_the_fields(stub, calibration_file):
     with running(config_for(stub, calibration=load_calibration(calibration_file))) as url:
         spec = httpx.get(url + "/openapi.json").json()
@@ -119,6 +123,7 @@ def test_the_openapi_document_shows_the_fields(stub, calibration_file):
         assert "decision_set" not in schemas[name].get("required", [])
 
 
+@pytest.mark.slow
 def test_jev_serve_calibration_end_to_end(stub, calibration_file):
     proc, url = start_serve("--backend-url", stub.base_url, "--model", MODEL, "--calibration", str(calibration_file))
     try:
@@ -143,6 +148,7 @@ BAD = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", sorted(BAD))
 def test_a_bad_file_is_refused_at_start(what, tmp_path):
     path = tmp_path / "calibration.json"

@@ -90,6 +90,7 @@ def test_typed_choice_values_and_messages_as_input(sdk):
     assert [p.value for p in answer.probabilities] == [True, False]
 
 
+@pytest.mark.slow
 def test_langchain_openai_decisions_against_jev_serve(wire):
     decisions = pytest.importorskip("langchain_openai.decisions")
     runnable = decisions.OpenAIDecisions(model=MODEL, base_url=wire[0] + "/v1", api_key=KEY, max_retries=0)
@@ -175,6 +176,7 @@ def test_an_unknown_model_is_a_404_naming_model(sdk):
     assert caught.value.code == "model_not_found" and caught.value.param == "model"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", ["wrong-key", None])
 def test_without_the_right_key_is_a_401(wire, key):
     headers = {"authorization": f"Bearer {key}"} if key else {}
@@ -191,6 +193,7 @@ def test_without_the_right_key_is_a_401(wire, key):
     assert ok.status_code == 200 and ok.json()["answers"][0]["type"] == "predicate"  # the same body, with the key
 
 
+@pytest.mark.slow
 def test_openapi_documents_the_route_with_every_status(wire):
     spec = httpx.get(wire[0] + "/openapi.json").json()
     post = spec["paths"]["/v1/decisions"]["post"]
@@ -210,6 +213,7 @@ def test_openapi_documents_the_route_with_every_status(wire):
     validator.validate(spec)
 
 
+@pytest.mark.slow
 def test_metrics_count_the_route_under_its_own_path(wire, sdk):
     sdk.decisions.create(model=MODEL, input=STATE, questions=[GENUINE])
     text = httpx.get(wire[0] + "/metrics", timeout=30).text

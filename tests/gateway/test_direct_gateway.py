@@ -23,6 +23,7 @@ def _target(engine: object) -> HttpTarget:
     return target
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_requests_go_out_through_the_direct_post_and_twins_keep_their_timeout(stub):
     """One model client and its 0.3 s twin share one HTTP client; neither request carries the SDK's own headers

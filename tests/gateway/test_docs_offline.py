@@ -16,6 +16,7 @@ import pytest
 _REFS = re.compile(r"""(?:src|href)\s*=\s*["']([^"']+)["']|["'](https?://[^"']+)["']|url:\s*["']([^"']+)["']""")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", ["/docs", "/redoc"])
 def test_the_docs_load_nothing_from_another_host(gateway_url, page):
     resp = httpx.get(gateway_url + page, timeout=30)

@@ -41,6 +41,7 @@ def sent_state(stub) -> str:
     return stub.bodies[-1]["messages"][-1]["content"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("coding", sorted(CODERS))
 def test_a_compressed_body_over_real_http(gateway_url, stub, coding):
     packed = CODERS[coding](BODY)

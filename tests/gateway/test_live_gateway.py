@@ -28,6 +28,7 @@ def live_gateway(local_server):
         yield url, local_server.model
 
 
+@pytest.mark.slow
 def test_engine_client_through_the_gateway_to_the_embedded_model(live_gateway):
     url, model = live_gateway
     client = SystemOneClient(openai.OpenAI(base_url=url + "/v1", api_key=KEY), model=model, api="systemone")
@@ -38,6 +39,7 @@ def test_engine_client_through_the_gateway_to_the_embedded_model(live_gateway):
     assert resp.usage.input_tokens and resp.usage.output_tokens == 3
 
 
+@pytest.mark.slow
 def test_raw_request_with_options_to_the_embedded_model(live_gateway):
     url, model = live_gateway
     body = {"model": model, "state": "Refund me twice.", "request": {"prompt_layout": "fused"},

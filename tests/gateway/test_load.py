@@ -11,6 +11,8 @@ import pytest
 
 from tests.gateway.crowd import assert_each_got_its_own, crowd
 
+pytestmark = pytest.mark.slow  # every test here starts a subprocess or a server (seconds each): scripts/test.sh --full runs them
+
 CLIENTS, PER_CLIENT = 32, 8
 
 

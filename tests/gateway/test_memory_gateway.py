@@ -80,6 +80,7 @@ async def test_warm_prepares_at_start_up_and_healthz_is_ready_only_after(stub):
     assert app.gateway.warmed[MODEL]["questions"] == ["spam", "team"] and stub.requests == 2
 
 
+@pytest.mark.slow
 def test_jev_serve_warm_prints_what_it_prepared(stub, tmp_path):
     questions = tmp_path / "q.json"
     questions.write_text(json.dumps(SPAM))
@@ -93,6 +94,7 @@ def test_jev_serve_warm_prints_what_it_prepared(stub, tmp_path):
     assert "warmed m: prepared 1 question(s): 1 call(s), 0 for the priors" in err
 
 
+@pytest.mark.slow
 def test_jev_decide_keeps_memory_in_the_user_cache_unless_no_cache(stub, tmp_path):
     cache = tmp_path / "memory.json"
     env = {"JEV_NO_CACHE": "", "JEV_MEMORY_FILE": str(cache)}
@@ -137,12 +139,14 @@ def _same(*answers: dict, tol: float = 1e-9) -> None:
             assert set(probs) == set(theirs) and all(abs(probs[k] - theirs[k]) <= tol for k in probs), (ans, got)
 
 
+@pytest.mark.slow
 def test_library_decide_and_serve_give_the_same_distribution(stub):
     state, questions = "a ticket want=technical truth=no", {**TEAM, **SPAM}
     _same(_library(stub.base_url, "m", questions, state), _decide(stub.base_url, "m", questions, state),
           asyncio.run(_gateway(stub.base_url, "m", questions, state)))
 
 
+@pytest.mark.slow
 @pytest.mark.live
 def test_library_decide_and_serve_agree_on_the_embedded_model(local_server):
     state = "I was charged twice, please refund."
@@ -162,6 +166,7 @@ def test_no_cache_env_is_honoured_by_the_gateway(stub, monkeypatch):
     assert create_app(config_for(stub, cache=False)).gateway.pool.memory.path is None
 
 
+@pytest.mark.slow
 def test_a_second_jev_serve_on_the_same_cache_makes_no_prior_calls(stub, tmp_path):
     """The embedded default model's name turns debias on (3 prior calls a question); the first process
     warms and saves them, the second reads them from the per-user cache file."""

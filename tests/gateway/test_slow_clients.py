@@ -121,6 +121,7 @@ def test_a_request_that_is_not_http_gets_a_400_and_is_closed(slow_url):
     assert got.startswith(b"HTTP/1.1 400"), got[:100]
 
 
+@pytest.mark.slow
 def test_a_normal_keep_alive_client_is_not_cut_off(slow_url, stub):
     """Two requests on one connection, the second after a pause shorter than keep-alive: both answered."""
     sock = connect(slow_url)

@@ -61,6 +61,7 @@ def workers_of(pid: int, n: int, timeout_s: float = 30) -> list[int]:
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_two_workers_answer_64_clients_each_their_own(stub):
     proc, url = start(stub.base_url, 2)
@@ -76,6 +77,7 @@ def test_two_workers_answer_64_clients_each_their_own(stub):
     assert proc.returncode == 0, err
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_a_killed_worker_is_replaced_and_the_service_stays_up(stub):
     proc, url = start(stub.base_url, 2)
@@ -118,6 +120,7 @@ def test_workers_on_two_model_servers_behind_nginx_each_answer_their_own():
         assert one.requests + two.requests == 2 * 32 * 4
 
 
+@pytest.mark.slow
 @pytest.mark.live
 @pytest.mark.timeout(240)
 def test_two_workers_on_the_embedded_model_started_once_survive_their_workers_exits():
@@ -156,6 +159,7 @@ def test_two_workers_on_the_embedded_model_started_once_survive_their_workers_ex
     assert proc.returncode == 0, err[-2000:]
 
 
+@pytest.mark.slow
 def test_workers_must_be_positive(tmp_path):
     done = subprocess.run([sys.executable, "-m", "jev_shared.cli", "serve", "--workers", "0", "--backend-url",
                            "http://127.0.0.1:9/v1", "--model", "m"], capture_output=True, text=True, cwd=ROOT,

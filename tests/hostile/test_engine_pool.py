@@ -8,6 +8,7 @@ import time
 
 import httpx
 import openai
+import pytest
 
 from jev_shared import AsyncSystemOneClient, DecisionTimeoutError, Noul
 from tests.helpers.replies import chat, window
@@ -36,6 +37,7 @@ async def _calls(base_url: str, n_calls: int, timeout: float, http: httpx.AsyncC
         await oa.close()
 
 
+@pytest.mark.slow
 def test_200_calls_on_a_10_connection_pool_end_by_their_deadline_and_most_are_answered():
     """Was: 0 requests sent, 0 answered, the slowest 6.7 s (the loop busy in httpcore's pool queue)."""
     with FastStub(YES) as stub:
@@ -49,6 +51,7 @@ def test_200_calls_on_a_10_connection_pool_end_by_their_deadline_and_most_are_an
     assert answered >= 20 and sent >= 8 * answered, (answered, sent)
 
 
+@pytest.mark.slow
 def test_200_calls_on_the_sdk_default_pool_all_return_within_their_timeout():
     with FastStub(YES) as stub:
         took = asyncio.run(_calls(stub.base_url, 200, 15.0, None))

@@ -13,6 +13,8 @@ import pytest
 from tests.helpers.cli import jev
 from tests.helpers.cli import one_line_exit_2 as _one_line_exit_2
 
+pytestmark = pytest.mark.slow  # every test here starts a subprocess or a server (seconds each): scripts/test.sh --full runs them
+
 QUESTIONS = json.dumps({"spam": {"type": "noul", "instructions": "This is spam."}})
 NO_BACKEND = ["--backend-url", "http://127.0.0.1:9/v1", "--model", "m"]  # never reached: the files fail first
 

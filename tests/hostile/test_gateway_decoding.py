@@ -150,6 +150,7 @@ def attack(url: str, seconds: float, key: str) -> None:
     print(json.dumps(statuses))
 
 
+@pytest.mark.slow
 def test_healthz_answers_within_100_ms_while_hostile_bodies_arrive(stub):
     with running(config_for(stub, max_body_bytes=1_000_000)) as url:
         host, port = url.removeprefix("http://").split(":")

@@ -103,6 +103,7 @@ def test_live_chat_model_runs_nest_under_the_router(local_server, recorder):
     assert recorder.one(out)["parent"] == top["id"]
 
 
+@pytest.mark.slow
 @pytest.mark.live
 def test_live_async_chat_model_backend_nests_too(local_server, recorder):
     gate = JevGate(jev_async_client_from_chat_model(chat_openai(local_server)), "The text is in English.",

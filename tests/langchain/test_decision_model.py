@@ -151,6 +151,7 @@ def test_misuse_is_refused():
         JevDecisionModel(client=model_over()[0].jev_pair.sync, on_no_signal="ignore")
 
 
+@pytest.mark.slow
 @pytest.mark.live
 def test_live_decision_model_on_the_embedded_model(local_client):
     model = JevDecisionModel(client=local_client)

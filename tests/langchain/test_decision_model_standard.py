@@ -113,6 +113,7 @@ async def collect(stream: Any) -> list[Any]:
     return [chunk async for chunk in stream]
 
 
+@pytest.mark.slow
 def test_async_entry_points_give_exactly_one_response(backend):
     _, model, counted = backend
 

@@ -87,6 +87,7 @@ def test_model_router_picks_a_route_and_stores_it_in_state():
     assert "prove the Riemann hypothesis" in prompt and "hard reasoning" in prompt
 
 
+@pytest.mark.slow
 @pytest.mark.live
 def test_live_auto_mode_and_model_router_on_the_embedded_model(local_client):
     classifier = JevDecisionModel(client=local_client)

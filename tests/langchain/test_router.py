@@ -244,6 +244,7 @@ def test_live_router_picks_one_of_the_routes(local_client, recorder):
     assert branch[0]["parent"] == recorder.one("JevRouter")["id"]
 
 
+@pytest.mark.slow
 @pytest.mark.live
 def test_live_async_router(local_server):
     from jev_shared import AsyncSystemOneClient

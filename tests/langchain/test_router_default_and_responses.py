@@ -103,6 +103,7 @@ def test_only_servers_other_than_openai_get_the_body_schema():
     assert not fills_schema_by_body(ChatOpenAI(model="m", api_key="-", base_url="http://127.0.0.1:8080/v1"))
 
 
+@pytest.mark.slow
 @pytest.mark.live
 def test_chat_openai_on_the_responses_api_answers_on_llama_cpp(local_server):
     from langchain_openai import ChatOpenAI

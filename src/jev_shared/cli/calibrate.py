@@ -108,7 +108,12 @@ def decided_records(rows: list[dict[str, Any]], path: Path) -> list[Record]:
     """The labelled answers of ``jev decide``'s lines (``{"id", "answers", "error", "usage", "labels"}``)."""
     from jev_shared.batch.labels import labelled_records
 
-    records = [rec for row in rows for rec in labelled_records(row)]
+    records = []
+    for row in rows:
+        try:
+            records += labelled_records(row)
+        except ValueError as exc:  # a label its recorded answer does not have (the questions changed since)
+            raise ValueError(f"{path}: the line of id {row.get('id')!r}: {exc}") from None
     if not records:
         failed = sum(1 for row in rows if row.get("error"))
         raise ValueError(f"{path}: {len(rows)} lines from jev decide ({failed} failed), none with an answer and a "
