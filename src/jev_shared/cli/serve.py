@@ -77,6 +77,14 @@ def _config(args: argparse.Namespace, keys: frozenset[str], warm: Any, stack: Ex
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    if args.workers > 1:
+        from jev_shared.gateway.workers import TooManyWorkersError, check_workers
+
+        try:  # a bound from this machine, before anything starts
+            check_workers(args.workers)
+        except TooManyWorkersError as exc:
+            print(f"jev serve: --workers {exc}", file=sys.stderr)
+            return 2
     try:
         keys = load_keys(args.api_key_file)
     except (OSError, ValueError) as exc:

@@ -10,7 +10,10 @@ points at (docs/gateway.md, "Workers and scaling out"). POSIX only, as gunicorn 
 from __future__ import annotations
 
 import os
+import random
+import signal
 import sys
+import time
 from typing import Any
 
 from .config import GatewayConfig
@@ -26,8 +29,82 @@ def worker_class(config: GatewayConfig, log_level: str) -> type[Any]:
         "CONFIG_KWARGS": {**UvicornWorker.CONFIG_KWARGS, **settings, "log_level": log_level}})
 
 
+#: Workers a core carries: each is one event loop (one core's worth at most), and one more per core keeps the
+#: cores busy while a worker waits on its GIL or a blocking step.
+WORKERS_PER_CORE = 2
+#: Memory one worker takes, with room to serve: 75 MiB measured at start (the app built, nothing served), its
+#: clients' connection pools and the engine's memory besides.
+WORKER_BYTES = 128 * 1024 * 1024
+
+
+class TooManyWorkersError(ValueError):
+    """``--workers N`` past what this machine's cores or memory carry (:func:`max_workers`)."""
+
+
+def max_workers() -> tuple[int, str]:
+    """The most workers this machine carries, and why (its cores and available memory, in words)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    by_cores = WORKERS_PER_CORE * cores
+    available = _available_bytes()
+    if available is None:
+        return by_cores, f"{cores} cores x {WORKERS_PER_CORE}"
+    by_memory = max(1, available // WORKER_BYTES)
+    why = (f"{cores} cores x {WORKERS_PER_CORE} = {by_cores}; {available / 2**30:.1f} GiB available / "
+           f"{WORKER_BYTES // 2**20} MiB a worker = {by_memory}")
+    return min(by_cores, by_memory), why
+
+
+def check_workers(workers: int) -> None:
+    """A :class:`TooManyWorkersError` when ``workers`` is past :func:`max_workers`."""
+    most, why = max_workers()
+    if workers > most:
+        raise TooManyWorkersError(f"{workers}: this machine carries at most {most} workers ({why})")
+
+
+def _available_bytes() -> int | None:
+    """Memory available to new processes (Linux's MemAvailable, else the free pages), or None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def arbiter_class() -> type[Any]:
+    """gunicorn's ``Arbiter`` that stops spawning once a stop signal came (TERM, INT, QUIT): its own loop spawns
+    every worker asked for before it reads a signal, so a stop during boot waited for all of them to start."""
+    from gunicorn.arbiter import Arbiter
+
+    stops = {signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
+
+    class GatewayArbiter(Arbiter):
+        stopping = False
+
+        def signal(self, sig: int, frame: Any) -> None:
+            if sig in stops:
+                self.stopping = True
+            super().signal(sig, frame)
+
+        def spawn_workers(self) -> None:  # gunicorn's loop, stopping at a stop signal: it is handled next
+            for _ in range(self.num_workers - len(self.WORKERS)):
+                if self.stopping:
+                    return
+                self.spawn_worker()
+                time.sleep(0.1 * random.random())  # noqa: S311 - gunicorn's own stagger
+
+    return GatewayArbiter
+
+
 def run_workers(config: GatewayConfig, host: str, port: int, workers: int, log_level: str = "warning") -> int:
-    """Serve ``config`` on ``host:port`` with ``workers`` gunicorn workers until a signal; gunicorn's exit status."""
+    """Serve ``config`` on ``host:port`` with ``workers`` gunicorn workers until a signal; gunicorn's exit status.
+    More workers than the machine carries is a :class:`TooManyWorkersError`, before anything starts."""
+    check_workers(workers)
     from gunicorn.app.base import BaseApplication
 
     from .app import create_app
@@ -43,6 +120,13 @@ def run_workers(config: GatewayConfig, host: str, port: int, workers: int, log_l
 
         def load(self) -> Any:
             return create_app(config)
+
+        def run(self) -> None:  # BaseApplication.run, with the arbiter above
+            try:
+                arbiter_class()(self).run()
+            except RuntimeError as exc:
+                print(f"jev serve: {exc}", file=sys.stderr)
+                sys.exit(1)
 
     launcher = os.getpid()
     try:
