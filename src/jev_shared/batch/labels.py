@@ -25,7 +25,8 @@ from jev_shared.calibration import Record
 
 #: Noul labels given as text, in any case.
 NOUL_WORDS = {"true": True, "yes": True, "false": False, "no": False}
-_ANSWERS = {"choice": ChoiceAnswer, "score": ScoreAnswer, "noul": NoulAnswer}
+_ANSWERS: dict[str, type[ChoiceAnswer | ScoreAnswer | NoulAnswer]] = {
+    "choice": ChoiceAnswer, "score": ScoreAnswer, "noul": NoulAnswer}
 
 
 class LabelError(ValueError):

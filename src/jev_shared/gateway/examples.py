@@ -11,12 +11,12 @@ from typing import Any
 #: The model the examples name: the embedded default, what ``jev serve`` serves without ``--backend-url``.
 EXAMPLE_MODEL = "qwen2.5-coder-1.5b"
 _TICKET = "I was charged twice for my subscription this month. Please refund the extra payment."
-_SPAM = {"type": "noul", "instructions": "This message is spam or a scam, not a real customer request."}
-_TEAM = {"type": "choice", "instructions": "Which team should handle this support ticket?",
+_SPAM: dict[str, Any] = {"type": "noul", "instructions": "This message is spam or a scam, not a real customer request."}
+_TEAM: dict[str, Any] = {"type": "choice", "instructions": "Which team should handle this support ticket?",
          "criteria": {"billing": "payments, invoices, refunds, charges",
                       "technical": "bugs, crashes, errors, outages, login problems",
                       "sales": "quotes, pricing, new plans, upgrades"}}
-_URGENCY = {"type": "score", "instructions": "How urgent is this ticket?",
+_URGENCY: dict[str, Any] = {"type": "score", "instructions": "How urgent is this ticket?",
             "criteria": ["can wait a week", "within a day or two", "today", "right now: money or access is at stake"]}
 
 SYSTEMONE_DESCRIPTION = """\
