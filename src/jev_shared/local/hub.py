@@ -61,7 +61,7 @@ def hub_offline() -> bool:
 
 def _hf() -> Any:
     try:
-        import huggingface_hub
+        import huggingface_hub  # pyright: ignore[reportMissingImports]  # the 'local' extra
     except ImportError:
         raise HubUnavailable("huggingface_hub is not installed (the 'local' extra)") from None
     return huggingface_hub
