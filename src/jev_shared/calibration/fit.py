@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..answers import Answer, NoulAnswer, SystemOneResponse
 
@@ -49,6 +50,47 @@ class Record:
         if key not in probs:
             raise ValueError(f"label {label!r} is not one of the answer's keys {list(probs)}")
         return cls(probs, key, question_id)
+
+    @classmethod
+    def checked(cls, probabilities: Any, label: Any, question_id: Any = "") -> Record:
+        """A record from values nothing has checked (a line of a file), or a ValueError saying what is wrong:
+        ``probabilities`` an object of two or more options, each a number from 0 to 1 and not all 0; ``label``
+        one of them (a boolean for a yes/no's "true"/"false", a score level's number, or the key itself);
+        ``question_id`` a text or a number."""
+        if not isinstance(probabilities, Mapping) or len(probabilities) < 2:
+            raise ValueError(f"probabilities must be an object of two or more options, got {_short(probabilities)}")
+        probs: dict[str, float] = {}
+        for key, p in probabilities.items():
+            if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:  # NaN fails it too
+                raise ValueError(f"the probability of {key!r} must be a number from 0 to 1, got {_short(p)}")
+            probs[str(key)] = float(p)
+        if not any(probs.values()):
+            raise ValueError("the probabilities are all 0: no answer to calibrate")
+        if isinstance(question_id, bool) or not isinstance(question_id, (str, int)):
+            raise ValueError(f"question_id must be a text, got {_short(question_id)}")
+        return cls(probs, _checked_label(label, probs), str(question_id))
+
+
+def _checked_label(label: Any, probs: Mapping[str, float]) -> str:
+    """``label`` as one of the keys of ``probs``, else a ValueError."""
+    if isinstance(label, bool):
+        key = "true" if label else "false"
+    elif isinstance(label, int):
+        key = str(label)
+    elif isinstance(label, str):
+        low = label.strip().lower()
+        yes_no = {"yes": "true", "no": "false", "true": "true", "false": "false"}
+        key = yes_no[low] if label not in probs and set(probs) == {"true", "false"} and low in yes_no else label
+    else:
+        raise ValueError(f"the label must be a text, a boolean or a level's number, got {_short(label)}")
+    if key not in probs:
+        raise ValueError(f"the label {_short(label)} is not one of the options {_short(list(probs))}")
+    return key
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _probabilities(answer: Answer) -> dict[str, float]:

@@ -85,6 +85,11 @@ def _answer_states(rows: list[dict[str, Any]], args: argparse.Namespace) -> list
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """The file's JSON lines; a last line cut short (a ``jev decide`` run killed mid-write) is left out."""
+    return [row for _, row in numbered_rows(path)]
+
+
+def numbered_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """:func:`read_rows` with each row's line number."""
     text = read_text(path)
     lines = text.splitlines()
     rows = []
@@ -100,7 +105,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
             raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
         if not isinstance(row, dict):
             raise ValueError(f"{path}:{n}: expected a JSON object")
-        rows.append(row)
+        rows.append((n, row))
     return rows
 
 
@@ -123,13 +128,44 @@ def decided_records(rows: list[dict[str, Any]], path: Path) -> list[Record]:
 
 def read_records(args: argparse.Namespace) -> list[Record]:
     """Recorded answers, jev decide's lines (their labelled answers) and labelled states answered now."""
-    rows = read_rows(args.labelled)
-    recorded = [Record(dict(r["probabilities"]), str(r["label"]), r.get("question_id", "")) for r in rows
-                if "probabilities" in r]
+    numbered = numbered_rows(args.labelled)
+    rows = [r for _, r in numbered]
+    recorded = [_recorded(r, args.labelled, n) for n, r in numbered if "probabilities" in r]
     decided = [r for r in rows if "answers" in r and "probabilities" not in r]
-    states = [r for r in rows if "answers" not in r and "probabilities" not in r]
+    numbered_states = [(n, r) for n, r in numbered if "answers" not in r and "probabilities" not in r]
+    states = [r for _, r in numbered_states]
+    if states:
+        _check_states(numbered_states, args)
     return (recorded + (decided_records(decided, args.labelled) if decided else [])
             + (_answer_states(states, args) if states else []))
+
+
+def _recorded(row: dict[str, Any], path: Path, n: int) -> Record:
+    """A recorded answer's line as a Record, every value checked (a ValueError naming the line)."""
+    if "label" not in row:
+        raise ValueError(f"{path}:{n}: no label (the true answer) on this line")
+    try:
+        return Record.checked(row["probabilities"], row["label"], row.get("question_id", ""))
+    except ValueError as exc:
+        raise ValueError(f"{path}:{n}: {exc}") from None
+
+
+def _check_states(numbered: list[tuple[int, dict[str, Any]]], args: argparse.Namespace) -> None:
+    """Labelled states checked before any is answered: a label each, a question of --questions (a ValueError)."""
+    if not args.questions:
+        raise ValueError("lines with a state need --questions")
+    questions = read_questions(args.questions)
+    for n, row in numbered:
+        label, qid = row.get("label"), row.get("question_id")
+        if "state" not in row or "label" not in row:
+            raise ValueError(f"{args.labelled}:{n}: a line needs probabilities and a label, a state and a label, or "
+                             "jev decide's answers")
+        if label is None or isinstance(label, (dict, list, float)):
+            raise ValueError(f"{args.labelled}:{n}: the label must be a text, a boolean or a level's number, got "
+                             f"{label!r}"[:200])
+        if qid is not None and (not isinstance(qid, str) or qid not in questions):
+            raise ValueError(f"{args.labelled}:{n}: question_id {qid!r} is not one of --questions {list(questions)}"
+                             [:200])
 
 
 def held_out(records: list[Record], bias: bool, target: float, top: bool = False) -> tuple[list[Record], list[Record]]:
@@ -149,6 +185,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
         return 2
     if args.randomized and args.seed is None:
         args.seed = secrets.randbelow(1_000_000)  # drawn apart from the answers, as the guarantee needs
+    why = unwritable(args.out, "--out") or (unwritable(args.plot, "--plot") if args.plot else None)
+    if why:  # before any line is read or answered
+        print(f"jev calibrate: {why}", file=sys.stderr)
+        return 2
     try:
         records = read_records(args)
     except (OSError, ValueError, KeyError) as exc:
@@ -160,11 +200,16 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if not 0.0 < args.coverage < 1.0:
         print(f"jev calibrate: --coverage must be strictly between 0 and 1, got {args.coverage}", file=sys.stderr)
         return 2
-    before, after = held_out(records, args.bias, args.target, args.top)
-    b, a = metrics(before), metrics(after)
-    threshold = recommend_threshold(a, args.target)
-    cal = Calibrator.fit(records, bias=args.bias, top=args.top, target=args.target, min_records=10)
-    cal.save(args.out)
+    try:
+        before, after = held_out(records, args.bias, args.target, args.top)
+        b, a = metrics(before), metrics(after)
+        threshold = recommend_threshold(a, args.target)
+        cal = Calibrator.fit(records, bias=args.bias, top=args.top, target=args.target, min_records=10)
+    except (ValueError, ArithmeticError) as exc:
+        print(f"jev calibrate: {args.labelled}: no calibration fits these answers ({exc})", file=sys.stderr)
+        return 2
+    if not written(lambda: cal.save(args.out), args.out, "--out"):
+        return 2
     kept = next((s for s in a.selective if s.threshold == threshold), None)
     print(f"{len(records)} labelled answers")
     print(f"accuracy        {b.accuracy:.1%} -> {a.accuracy:.1%}")
@@ -187,13 +232,14 @@ def _sets(records: list[Record], cal: Calibrator, args: argparse.Namespace, befo
     try:
         report, sizes = held_out_sets(records, args)
         final = fit_sets(cal.calibrate(records), args)
-    except ValueError as exc:
+    except (ValueError, ArithmeticError) as exc:
         print(f"decision sets   none: {exc}")
         return 0
     print(f"decision sets   at {args.coverage:.0%} (held out): coverage {report.coverage:.1%}, mean set size "
           f"{report.mean_size:.2f}, decided alone {report.decided:.1%} (wrong {report.error_decided:.1%} of those)")
     print(boundary(final, args))
-    save_sets(final, args.out)
+    if not written(lambda: save_sets(final, args.out), args.out, "--out"):
+        return 2
     print(f"                saved in {args.out}: SystemOneClient(..., sets=DecisionSets.load({str(args.out)!r}))")
     from .calibrate_plot import INSTALL_PLOTS, have_matplotlib, write_png
 
@@ -201,6 +247,10 @@ def _sets(records: list[Record], cal: Calibrator, args: argparse.Namespace, befo
     if plot is None:
         print(f"(for the reliability diagram and set-size chart: {INSTALL_PLOTS})")
         return 0
+    why = unwritable(plot, "--plot")
+    if why:
+        print(f"jev calibrate: {why}", file=sys.stderr)
+        return 2
     try:
         write_png(plot, before, after, sizes, report, args.coverage)
     except (RuntimeError, OSError) as exc:
@@ -208,6 +258,28 @@ def _sets(records: list[Record], cal: Calibrator, args: argparse.Namespace, befo
         return 2
     print(f"wrote {plot} (reliability diagram and set sizes, held out)")
     return 0
+
+
+def unwritable(path: Path, flag: str) -> str | None:
+    """Why ``path`` is no file to write (a symbolic link, whose target would be overwritten; a folder, a FIFO or a
+    device; a folder that does not exist), or None."""
+    if path.is_symlink():
+        return f"{flag} {path}: a symbolic link; name a file (its target is not written through a link)"
+    if path.exists() and not path.is_file():
+        return f"{flag} {path}: not a regular file (a folder, a FIFO or a device)"
+    if not path.parent.is_dir():
+        return f"{flag} {path}: no folder {path.parent} to write it in"
+    return None
+
+
+def written(write: Any, path: Path, flag: str) -> bool:
+    """``write()`` done, or its OSError (a full disk, no permission) said in one line: False."""
+    try:
+        write()
+    except OSError as exc:
+        print(f"jev calibrate: {flag} {path}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
+        return False
+    return True
 
 
 def _by_question(records: list[Record]) -> dict[str, list[Record]]:

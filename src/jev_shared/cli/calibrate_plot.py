@@ -61,5 +61,5 @@ def write_png(path: Path, before: Sequence[Record], after: Sequence[Record], siz
               title=f"Decision sets at {coverage:.0%}: coverage {report.coverage:.1%}, "
                     f"{report.decided:.0%} alone")
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, format="png")  # the name as given: matplotlib adds ".png" to a name without a suffix
     plt.close(fig)
