@@ -59,7 +59,7 @@ def add_serve(sub: Any) -> None:
                         "sets put decision_set and abstains on the answers they apply to (docs/decisions.md)")
     p.add_argument("--workers", type=positive_int, default=1,
                    help="gateway processes on one socket (gunicorn's UvicornWorker, POSIX); memory file shared, "
-                        "metrics and limits per worker")
+                        "metrics and limits per worker; at most 2 a core and one per 128 MiB of available memory")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
                    help="the gateway's log level")
 
