@@ -183,3 +183,8 @@ def test_calibrate_names_the_line_whose_label_its_answer_lacks(tmp_path, capsys)
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert main(["calibrate", str(path), "--out", str(tmp_path / "c.json")]) == 2
     assert "answers.jsonl: the line of id 'odd': label 'sales' is not one of the answer's keys" in capsys.readouterr().err
+
+
+def test_a_label_without_an_input_file_is_refused(capsys):
+    assert main(["decide", "--state", "hello", "--questions", json.dumps(QUESTIONS), "--label", "label"]) == 2
+    assert "--label names a column of --input's rows" in capsys.readouterr().err

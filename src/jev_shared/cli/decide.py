@@ -32,6 +32,9 @@ def run_decide(args: argparse.Namespace) -> int:
     if (args.state is None) == (args.input is None):
         print("jev decide: give --state (one decision) or --input FILE (a batch), not both", file=sys.stderr)
         return 2
+    if args.label and args.input is None:
+        print("jev decide: --label names a column of --input's rows; one --state has none", file=sys.stderr)
+        return 2
     if args.input is not None:
         from .decide_batch import run_batch
 
