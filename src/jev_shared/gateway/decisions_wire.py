@@ -20,18 +20,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
-from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from jev_shared import ChoiceAnswer, ModelRefusalError, NoulAnswer, ScoreAnswer, SystemOneResponse
 
-from .body import refuse_long_numbers_in
+from .body import LongNumbersRoute
 from .deps import caller, gateway
 from .errors import ApiError, api_error, from_exception
 from .examples import DECISIONS_DESCRIPTION, DECISIONS_EXAMPLES, request_examples
@@ -371,21 +369,7 @@ def error_body(err: ApiError, kinds: dict[str, str] | None = None, ids: list[str
     return body
 
 
-class _Route(APIRoute):
-    """FastAPI's route with the body's over-long integers answered 422 naming their field (.body) before FastAPI
-    parses it (FastAPI's documented custom ``APIRoute`` class)."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def checked(request: Request) -> Response:
-            refuse_long_numbers_in(await request.body())
-            return await handler(request)
-
-        return checked
-
-
-wire = APIRouter(prefix="/v1", tags=["decisions"], route_class=_Route)
+wire = APIRouter(prefix="/v1", tags=["decisions"], route_class=LongNumbersRoute)
 _WIRE_ERRORS: dict[int | str, dict[str, Any]] = {
     code: {**row, "model": DecisionsErrorBody} for code, row in _ERRORS.items()}
 
