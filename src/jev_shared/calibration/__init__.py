@@ -21,10 +21,12 @@ The package: :mod:`.fit` holds the records and the fits, :mod:`.measures` the me
 Brier, selective accuracy, gate thresholds), :mod:`.calibrator` the :class:`Calibrator`, :mod:`.map` and
 :mod:`.map_fit` the maps whose numbers depend on what the engine knows about each answer (the shipped
 calibration for an embedded model is a temperature that depends on the answer's spread), and
-:mod:`.policy` the client's policy in one place: which calibration applies (``fitted/<model>.json`` for
+:mod:`.check` a calibration file checked whole (every number that changes an answer finite and in its
+range, a bad one named by its line), :mod:`.policy` the client's policy in one place: which calibration applies (``fitted/<model>.json`` for
 ``calibrator="auto"``) and how a question's own examples refine it. The names below are the public ones.
 """
 from .calibrator import FORMAT, FORMAT_MAPS, FORMATS, GLOBAL, Calibrator, top_probability
+from .check import ANSWERING, CalibrationFileError, check_calibration, line_of, located, non_finite
 from .fit import (
     Context,
     Record,
@@ -45,4 +47,5 @@ __all__ = ["Calibrator", "Context", "FeatureMap", "shipped", "resolve", "example
            "SHIPPED", "GLOBAL", "FORMAT", "FORMAT_MAPS", "FORMATS", "THRESHOLDS", "Record", "Metrics", "Selective",
            "Comparison", "Report", "metrics", "recommend_threshold", "wilson_lower", "records_from", "temper",
            "fit_temperature", "fit_temperature_bias", "fit_temperature_toward", "fit_top", "rescale_top", "nll",
-           "top_probability"]
+           "top_probability", "ANSWERING", "CalibrationFileError", "check_calibration", "line_of", "located",
+           "non_finite"]

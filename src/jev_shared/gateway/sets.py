@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jev_shared import DecisionSets
-from jev_shared.calibration import Calibrator
-from jev_shared.calibration.check import ANSWERING, CalibrationFileError, located, non_finite
+from jev_shared.calibration import ANSWERING, CalibrationFileError, Calibrator, located, non_finite
 from jev_shared.files import read_text
 
 #: The largest calibration file read (a regular file only; larger: ``FileReadError``, an OSError).
