@@ -41,7 +41,8 @@ def test_more_workers_than_the_machine_carries_is_one_line_and_exit_2(extra, not
     status = main(["serve", "--backend-url", "http://127.0.0.1:9/v1", "--model", "m", "--workers", str(most + extra)])
     err = capsys.readouterr().err.strip()
     assert status == 2 and len(err.splitlines()) == 1, err
-    assert f"at most {most} workers" in err and "cores" in err and "GiB available" in err, err
+    assert f"at most {most} workers" in err and "cores" in err, err
+    assert "GiB available" in err or not Path("/proc/meminfo").exists(), err  # the memory, where the system says
 
 
 def test_the_bound_is_the_cores_and_the_memory():
