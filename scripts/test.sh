@@ -45,8 +45,8 @@ run() {
 
 quick="not qwen and not slow"
 if [ "$full" = 0 ]; then
-  echo "jev tests: the quick suite (-m '$quick'), about 6 minutes on 2 cores once set up (a fresh clone's setup:" \
-       "about 2 minutes more); the whole suite: bash scripts/test.sh --full (about 25 minutes and a second environment)"
+  echo "jev tests: the quick suite (-m '$quick'), about 5 minutes on 2 busy cores once set up (a fresh clone's" \
+       "setup: 1-3 minutes more); the whole suite: bash scripts/test.sh --full (about 25 minutes, two environments)"
   source scripts/env.sh --smollm2 .venv dev,local,langchain,serve,batch,plots
   echo "== openai $(python -c 'import openai; print(openai.__version__)') + langchain, quick =="
   export JEV_TEST_SUITE="the quick suite"
