@@ -41,7 +41,7 @@ def client_for(srv: LocalServer, variant: str) -> SystemOneClient:
     """A fresh engine client (its own memory: each variant pays its own prior) answering with ``variant``'s words."""
     from jev_shared.memory import Memory
 
-    planning.distinct_aliases = VARIANTS[variant]  # type: ignore[attr-defined]  # the planner's answer words
+    planning.token_checked_aliases = VARIANTS[variant]  # type: ignore[attr-defined]  # the planner's answer words
     return SystemOneClient(srv.client(), model=srv.model, memory=Memory())
 
 

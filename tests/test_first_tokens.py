@@ -1,18 +1,12 @@
-"""Names that share a first token get answer words whose first tokens differ: one call reads every option.
-
-The first half checks the words chosen with a tokenizer whose first token is a name's first word; the second runs
-the embedded wire model: intent names under shared scenario words are answered in one call each, every option
-read on its own (none split evenly with the others of its first token), where the read-on spent a call more.
-"""
+"""Names that share a first token get answer words whose first tokens differ (first_tokens.py, measured against the
+read-on by bench/first_token_names.py), checked with a tokenizer whose first token is a name's first word."""
 
 from __future__ import annotations
 
 import re
 
-from jev_shared import Choice, SystemOneClient
 from jev_shared.first_tokens import distinct_aliases
 from jev_shared.labels import token_checked_aliases
-from jev_shared.memory import Memory
 
 
 def _first_word(word: str) -> str:
@@ -53,20 +47,3 @@ def test_a_member_no_turn_sets_apart_keeps_its_word() -> None:
 def test_description_words_still_come_first_where_they_tell_every_name_apart() -> None:
     names, descs = ["choice_1", "choice_2"], ["refunds and charges", "crashes and errors"]
     assert distinct_aliases(names, descs, _first_word) == token_checked_aliases(names, descs, _first_word)
-
-
-LIVE = {n: n.replace("_", " ") for n in ("alarm_query", "alarm_set", "calendar_query", "calendar_set",
-                                         "play_music", "play_radio", "weather_query", "news_query")}
-
-
-def test_on_the_embedded_server_one_call_reads_every_option_of_names_sharing_first_tokens(local_server) -> None:
-    tokenize = local_server.tokenize
-    assert tokenize("alarm_query")[0] == tokenize("alarm_set")[0]  # they share a first token in SmolLM2's vocabulary
-    client = SystemOneClient(local_server.client(), model=local_server.model, memory=Memory(), debias=False,
-                             calibrator=None, debug=True)
-    q = {"intent": Choice(instructions="What does the user want?", criteria=LIVE)}
-    for state in ("wake me up at seven tomorrow", "put on some jazz", "is it going to rain today?"):
-        resp = client.system_one(state, q)
-        assert resp.usage.n_calls == 1, resp.debug["questions"]["intent"].get("labels")
-        probs = resp.answers["intent"].probabilities
-        assert set(probs) == set(LIVE) and len({round(p, 12) for p in probs.values()}) == len(LIVE)

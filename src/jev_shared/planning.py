@@ -27,10 +27,9 @@ from .calls import PLANNING, Budget, Call, Flow, Reply
 from .decision_sets import DecisionSets, attach_sets, sets_for
 from .errors import InvalidQuestionError, UnsupportedMethodError
 from .exact import TokenTable
-from .first_tokens import distinct_aliases
 from .flows import Ask, answer
 from .hosted import hosted_flow, refuse_llm_options
-from .labels import answer_words
+from .labels import answer_words, token_checked_aliases
 from .layout import choose_layout
 from .memory import BackendMemory
 from .methods import TOKEN_READOUT
@@ -211,7 +210,7 @@ class Planner:
 
     def _token_checked(self, preps: list[Prepared], opts: Options) -> list[Prepared]:
         """Choice names the server's tokenizer does not tell apart at the first token get answer words
-        it does (``first_tokens.distinct_aliases``), found once per option set; no tokenizer, no change."""
+        it does (``labels.token_checked_aliases``), found once per option set; no tokenizer, no change."""
         tokenize = self.tokenize
         if tokenize is None or opts.labels != "names" or opts.hosted or opts.method not in (*TOKEN_READOUT, "auto"):
             return preps
@@ -230,7 +229,7 @@ class Planner:
         if key not in self._checked_aliases:
             try:
                 first = partial(_first_token, tokenize)
-                self._checked_aliases[key] = distinct_aliases(prep.keys, prep.descriptions, first)
+                self._checked_aliases[key] = token_checked_aliases(prep.keys, prep.descriptions, first)
             except Exception:  # noqa: BLE001 - a tokenizer that fails leaves the names' own aliases
                 if _out_of_time():
                     return prep  # the call's deadline, not the tokenizer: asked again next call
