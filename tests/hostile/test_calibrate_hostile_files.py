@@ -117,3 +117,28 @@ def test_plot_writes_the_name_it_is_given(tmp_path, capsys, labelled):
                              str(tmp_path / "adir"))
     assert status == 0, err
     assert (tmp_path / "adir").read_bytes()[:4] == b"\x89PNG" and not (tmp_path / "adir.png").exists()
+
+
+NOUL = '{"spam": {"type": "noul", "instructions": "This is spam."}}'
+
+
+def test_labelled_states_with_boolean_labels_are_answered(tmp_path, capsys):
+    from tests.helpers.replies import chat, window
+    from tests.hostile.fast_stub import FastStub
+
+    states = _file(tmp_path, [{"state": f"message {i}", "label": i % 3 == 0} for i in range(12)])
+    with FastStub(chat("Yes", {"content": window({"Yes": -0.4, "No": -1.2})}, "length")) as stub:
+        status, err = _calibrate(capsys, str(states), "--questions", NOUL, "--backend-url", stub.base_url,
+                                 "--model", "m", "--out", str(tmp_path / "cal.json"), "--plot", str(tmp_path / "p"))
+        assert status == 0 and stub.n_requests >= 12, err
+
+
+def test_a_state_whose_label_its_question_cannot_answer_is_refused_before_any_request(tmp_path, capsys):
+    from tests.hostile.fast_stub import FastStub
+
+    states = _file(tmp_path, [*({"state": f"m{i}", "label": True} for i in range(5)), {"state": "x", "label": "maybe"}])
+    with FastStub({}) as stub:
+        status, err = _calibrate(capsys, str(states), "--questions", NOUL, "--backend-url", stub.base_url,
+                                 "--model", "m", "--out", str(tmp_path / "cal.json"))
+        assert stub.n_requests == 0
+    assert status == 2 and f"{states}:6:" in err and "maybe" in err, err

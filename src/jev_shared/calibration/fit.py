@@ -55,7 +55,7 @@ class Record:
     def checked(cls, probabilities: Any, label: Any, question_id: Any = "") -> Record:
         """A record from values nothing has checked (a line of a file), or a ValueError saying what is wrong:
         ``probabilities`` an object of two or more options, each a number from 0 to 1 and not all 0; ``label``
-        one of them (a boolean for a yes/no's "true"/"false", a score level's number, or the key itself);
+        one of them (a boolean or 1/0 for a yes/no's "true"/"false", a score level's number, or the key itself);
         ``question_id`` a text or a number."""
         if not isinstance(probabilities, Mapping) or len(probabilities) < 2:
             raise ValueError(f"probabilities must be an object of two or more options, got {_short(probabilities)}")
@@ -73,7 +73,7 @@ class Record:
 
 def _checked_label(label: Any, probs: Mapping[str, float]) -> str:
     """``label`` as one of the keys of ``probs``, else a ValueError."""
-    if isinstance(label, bool):
+    if isinstance(label, bool) or (label in (0, 1) and set(probs) == {"true", "false"}):
         key = "true" if label else "false"
     elif isinstance(label, int):
         key = str(label)

@@ -166,6 +166,28 @@ def _check_states(numbered: list[tuple[int, dict[str, Any]]], args: argparse.Nam
         if qid is not None and (not isinstance(qid, str) or qid not in questions):
             raise ValueError(f"{args.labelled}:{n}: question_id {qid!r} is not one of --questions {list(questions)}"
                              [:200])
+        question = questions.get(qid) if qid is not None else next(iter(questions.values()), None)
+        if not _label_fits(question, label):
+            raise ValueError(f"{args.labelled}:{n}: the label {label!r} is not an answer of its question"[:200])
+
+
+def _label_fits(question: Any, label: Any) -> bool:
+    """Whether ``label`` can be an answer of ``question`` (a wire question; one of another shape is not judged)."""
+    if not isinstance(question, dict):
+        return True
+    kind, criteria = question.get("type"), question.get("criteria")
+    if kind == "noul":
+        return label in (0, 1) or (isinstance(label, str) and label.strip().lower() in YES_NO)  # True == 1
+    if kind == "choice" and isinstance(criteria, dict):
+        return isinstance(label, str) and label in criteria
+    if kind == "score" and isinstance(criteria, (list, dict)):
+        level = str(label) if not isinstance(label, bool) and isinstance(label, (int, str)) else ""
+        return level.isdigit() and int(level) < len(criteria)
+    return True
+
+
+#: The texts a yes/no's label may be (besides a boolean): ``Record.from_answer`` reads them.
+YES_NO = ("yes", "no", "true", "false")
 
 
 def held_out(records: list[Record], bias: bool, target: float, top: bool = False) -> tuple[list[Record], list[Record]]:
