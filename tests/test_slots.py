@@ -20,6 +20,7 @@ from jev_shared.backend import Backend, describe
 from jev_shared.calls import Call, Intent
 from jev_shared.local import WIRE_MODEL, LocalServer
 from jev_shared.local.slots import SlotCache
+from jev_shared.memory import Memory
 from jev_shared.prompt import state_block
 from tests.helpers.calls import with_turns, zero_shot
 
@@ -70,13 +71,28 @@ def test_without_the_files_the_first_call_reads_the_whole_prompt() -> None:
     assert all(calls[0] > 60 for calls in _computed(resp).values())  # the rules and the question, read anew
 
 
-def test_prompts_with_examples_are_never_kept(tmp_path: Path) -> None:
+def test_a_prompt_with_examples_is_kept_and_a_new_process_asks_nothing_twice(tmp_path: Path) -> None:
+    """A question's examples are part of its prompt: kept with it (never the user's state), so a new server
+    restores the prompt, the remembered prior asks nothing, and its first decision reads the state alone."""
     shots = [Example(state="My card was billed twice.", answer="billing"),
              Example(state="The app crashes.", answer="technical")]
-    with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
-        SystemOneClient(srv.client(), model=srv.model, debias=True).system_one(
-            STATE, {"team": QUESTIONS["team"]}, examples={"team": shots})
-    assert list(tmp_path.glob("*.bin")) == []
+    question = {"team": QUESTIONS["team"]}
+    path, folder = tmp_path / "memory.json", tmp_path / "slots"
+    with LocalServer(WIRE_MODEL, prompt_cache=folder) as srv:
+        cold = SystemOneClient(srv.client(), model=srv.model, debias=True, debug=True, memory=Memory.load(path))
+        first = cold.system_one(STATE, question, examples={"team": shots})
+        assert first.debug["prior_calls"]["team"] == 2  # one per example, once
+        example, state = srv.tokenize(" app crashes."), srv.tokenize(" charged twice to my Visa card")
+    files = list(folder.glob("*.bin"))
+    assert len(files) == 1
+    assert _holds(files[0], example) and not _holds(files[0], state)  # the examples are there, the user's state never
+    with LocalServer(WIRE_MODEL, prompt_cache=folder) as srv:  # a new server and memory: as a new process meets them
+        warm = SystemOneClient(srv.client(), model=srv.model, debias=True, debug=True, memory=Memory.load(path))
+        second = warm.system_one(STATE, question, examples={"team": shots})
+    assert second.usage.n_calls == 1 and not second.debug.get("prior_calls", {}).get("team")
+    # the same answer; its figures to a few hundredths (the state read on a restored cache, not in one batch with it)
+    assert second.answers["team"].probabilities == pytest.approx(first.answers["team"].probabilities, abs=0.05)
+    assert _computed(second)["team"][0] < _computed(first)["team"][0] / 3  # the prompt came from the file
 
 
 def test_a_file_the_server_cannot_restore_is_removed_and_kept_anew(tmp_path: Path) -> None:

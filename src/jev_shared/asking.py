@@ -7,6 +7,7 @@ reply; :func:`ask_until_read` adds the repair turns. No I/O: each yields its :cl
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -84,11 +85,14 @@ def intent_of(state: Any) -> Intent:
 
 
 def zero_shot_stem(ask: Ask, messages: Messages) -> str | None:
-    """The prompt's part that holds no state, where the prompt is zero-shot with the state last (its system
-    message; the state alone follows), else None."""
-    if ask.prep.examples or ask.options.layout in ("split", "fused"):
+    """The prompt's part that holds no state, where the state comes last (state_last): its system message (the
+    rules, the question, its options) for a zero-shot prompt, else that and the examples' turns (as JSON); the
+    state alone follows. None for the layouts that put the question after the state."""
+    if ask.options.layout in ("split", "fused"):
         return None
-    return messages[0]["content"]
+    if not ask.prep.examples:
+        return messages[0]["content"]
+    return json.dumps(messages[:-1], ensure_ascii=False, sort_keys=True)
 
 
 #: The intents whose prompt is the question's own, found by :func:`call` (a repair turn is given its prompt's).
@@ -113,8 +117,8 @@ def call(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], ext
         request = _built(surface, model, messages, fields, extra, ask.options.extra_body, refused)
         request.intent, request.prompt = intent, prompt
         if stem is not None:
-            request.twin = partial(_twin, surface, model, messages[0], fields, extra, ask.options.extra_body,
-                                   refused, stem)
+            head = messages[:-3] if intent is Intent.REPAIR else messages[:-1]  # the prompt before its state
+            request.twin = partial(_twin, surface, model, head, fields, extra, ask.options.extra_body, refused, stem)
         rec.note("request", request.kwargs)
         rec.usage.n_calls += 1
         rec.surfaces.append(surface)
@@ -143,10 +147,11 @@ def _built(surface: str, model: str, messages: Messages, fields: dict[str, Any],
     return request
 
 
-def _twin(surface: str, model: str, system: dict[str, Any], fields: dict[str, Any], extra: dict[str, Any],
+def _twin(surface: str, model: str, head: Messages, fields: dict[str, Any], extra: dict[str, Any],
           user_extra: dict[str, Any] | None, refused: set[str], stem: str) -> Call:
-    """A zero-shot request's content-free twin: its system message, the state ``N/A``, its fields."""
-    messages = [system, {"role": "user", "content": state_block(CONTENT_FREE_STATES[0])}]
+    """A request's content-free twin: its prompt up to the state (the system message, any examples' turns), the
+    state ``N/A``, its fields."""
+    messages = [*head, {"role": "user", "content": state_block(CONTENT_FREE_STATES[0])}]
     request = _built(surface, model, messages, fields, extra, user_extra, refused)
     request.intent, request.prompt = Intent.TWIN, Prompt(model, messages, stem)
     return request

@@ -1,12 +1,13 @@
 """The first round: a call's first requests in a bounded order where the server has not read some of their prompts yet.
 
-On a fresh server the first requests of a call leave at once. A zero-shot prompt read here for the first time is
+On a fresh server the first requests of a call leave at once. A prompt read here for the first time is
 pinned to a slot of its own (:mod:`.slots`); the call's other first requests share the start of its prompt (the
 rules, about 50 tokens) and find it in the server's cache only if they reach llama.cpp after that prompt was read:
 when both land in one batch, each reads the whole of its prompt (the README example's first decision read
 430 prompt tokens in a third of the runs instead of 377). So, within one call, without a request added or changed:
 
-* the **leaders** (first requests of prompts this server has not read, each pinned to a slot) go at once;
+* the **leaders** (first requests of prompts this server has not read, each pinned to a slot) go one after another,
+  in the call's order (read in one batch, two prompts give other probabilities in the last digits);
 * the call's **other first requests** wait until every leader has its reply, then go: llama.cpp gives each the idle
   slot that shares most of its prompt (a leader's) and keeps what it overwrites in its prompt cache;
 * a **leader's later requests** (its content-free prior, pinned to the leader's slot) wait until every first request
@@ -48,6 +49,12 @@ class FirstRound:
         self._calls = [*leaders.values(), *others]  # held, so that no later request is given one of their ids
         self._leaders = {id(c) for c in leaders.values()}
         self._others = {id(c) for c in others}
+        #: leader → the reply the leader before it waits for (one leader at a time: two prompts read in one batch
+        #: give other probabilities in the last digits than each read alone, so a first decision is the same on
+        #: every fresh server only in a fixed order)
+        self._replied = {id(c): event() for c in leaders.values()}
+        order = [id(c) for c in leaders.values()]
+        self._after = dict(zip(order[1:], order))
         self._firsts = self._leaders | self._others
         self._keys, self._key_of, self._event = set(leaders), key_of, event
         #: the later requests waiting or in flight, each with the event set when it has its reply: the leaders' / others'
@@ -60,7 +67,8 @@ class FirstRound:
     def waits_for(self, call: Call) -> list[Any]:
         """The events ``call`` waits for before it is sent (none: a leader, or its turn has come)."""
         if id(call) in self._leaders:
-            return []
+            before = self._after.get(id(call))
+            return [] if before is None else [self._replied[before]]
         if id(call) in self._others:
             return [self.leaders_read]
         with self._lock:  # a later request: after those of the other kind under way (a leader's: after every first too)
@@ -77,7 +85,8 @@ class FirstRound:
             self._firsts.discard(id(call))
             leaders, firsts = not self._leaders, not self._firsts
             later = self._later.pop(id(call), None) or self._other_later.pop(id(call), None)
-        for done, event in ((leaders, self.leaders_read), (firsts, self.firsts_read), (later, later)):
+            replied = self._replied.pop(id(call), None)
+        for done, event in ((leaders, self.leaders_read), (firsts, self.firsts_read), (later, later), (replied, replied)):
             if done:
                 event.set()
 
@@ -99,9 +108,10 @@ class FirstRound:
 
 def first_round(firsts: list[Call], leaders: dict[str, Call], key_of: Callable[[Call], str | None],
                 event: Callable[[], Any]) -> FirstRound | None:
-    """The call's round, where it has leaders (by their prompts' keys) and other first requests; else None."""
+    """The call's round, where it has leaders (by their prompts' keys) and other first requests, or several leaders;
+    else None."""
     others = [c for c in firsts if all(c is not leader for leader in leaders.values())]
-    return FirstRound(leaders, others, key_of, event) if leaders and others else None
+    return FirstRound(leaders, others, key_of, event) if leaders and (others or len(leaders) > 1) else None
 
 
 __all__ = ["WAIT_S", "FirstRound", "first_round"]

@@ -1,9 +1,9 @@
-"""Slots: a zero-shot question's prompt kept on disk as llama.cpp's own KV cache.
+"""Slots: a question's prompt (with its examples, if any) kept on disk as llama.cpp's own KV cache.
 
 A new process meets a cold server: every question's prompt (the rules, the question, its options)
 is read again before the first answer, about half a second a question on two cores, while a
 warm call reads the state alone. llama.cpp can save a slot's KV cache to a file and restore it
-in a millisecond (``/slots/{id}?action=save|restore``). This keeps one file per zero-shot prompt:
+in a millisecond (``/slots/{id}?action=save|restore``). This keeps one file per prompt, the state left out:
 
 * the first request of a prompt on a server is pinned to a slot of its own (``id_slot``). If the
   prompt has a file, the file is restored into that slot first, and the request reads its state
@@ -12,9 +12,11 @@ in a millisecond (``/slots/{id}?action=save|restore``). This keeps one file per 
   after its reply; a prompt whose prior is not asked next (debias off, the prior remembered, a repair turn)
   gets a twin of its own sent to the slot before its next request, or when the call is finished
   (:meth:`SlotCache.settle`, the clients', once the call's flows have ended); about 0.1 s, once a prompt. So a
-  file holds the developer's question and ``N/A``, never a user's state: the saved tokens are checked against the
-  twin's own, and a file that holds anything else (another request took the slot first) is deleted;
-* prompts with examples are never kept (they are a user's data too), nor prompts past the server's slots.
+  file holds the developer's question, its examples and ``N/A``, never a user's state: the saved tokens are checked
+  against the twin's own, and a file that holds anything else (another request took the slot first) is deleted;
+* a question's examples are part of its prompt, written with the question (a prompt with examples is the one a
+  new process reads longest: the demo's three took 26-34 s each on a loaded 2-core machine); the files are the
+  user's own (``0o700`` folder), as the memory is; prompts past the server's slots are not kept.
 
 Files live beside the memory (``<cache>/slots/<model>/``), at most :data:`MAX_FILES` of them and
 :data:`MAX_BYTES` in all, the least recently used dropped; a prompt over :data:`MAX_PROMPT_TOKENS`
