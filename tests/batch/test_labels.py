@@ -188,3 +188,15 @@ def test_calibrate_names_the_line_whose_label_its_answer_lacks(tmp_path, capsys)
 def test_a_label_without_an_input_file_is_refused(capsys):
     assert main(["decide", "--state", "hello", "--questions", json.dumps(QUESTIONS), "--label", "label"]) == 2
     assert "--label names a column of --input's rows" in capsys.readouterr().err
+
+
+def test_the_batch_api_carries_an_items_labels_onto_its_result(stub):
+    from jev_shared.batch import decide_batch
+    from tests.batch.test_batch_api import sync_client
+
+    items = [{"id": "a", "state": "want=billing", "labels": {"team": "billing"}},
+             Item("b", "want=technical", {"team": "billing"}), ("c", "want=technical")]
+    result = decide_batch(sync_client(stub), items, {"team": QUESTIONS["team"]})
+    lines = [r.to_json() for r in result.results]
+    assert [line.get("labels") for line in lines] == [{"team": "billing"}, {"team": "billing"}, None]
+    assert [r.label for line in lines for r in labelled_records(line)] == ["billing", "billing"]
