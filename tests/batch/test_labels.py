@@ -42,6 +42,7 @@ def test_a_label_flag_that_names_no_one_question_is_refused(flags, words):
 @pytest.mark.parametrize("qid,value,label", [
     ("team", "billing", "billing"), ("team", " technical ", "technical"),
     ("spam", True, True), ("spam", "No", False), ("spam", "YES", True), ("spam", "false", False),
+    ("spam", 1, True), ("spam", "0", False),
     ("urgency", 2, 2), ("urgency", "0", 0),
     ("team", "", None), ("spam", None, None),                     # unlabelled rows
 ])
@@ -55,7 +56,7 @@ def test_labels_in_the_form_calibrate_reads(qid, value, label):
     ("team", "biling", "expected one of its options: billing, technical"),
     ("team", "Billing", "expected one of its options"),
     ("urgency", 3, "expected a level's index, 0 to 2"), ("urgency", "high", "0 to 2"), ("urgency", True, "0 to 2"),
-    ("urgency", 1.0, "0 to 2"), ("spam", "maybe", "expected true or false"), ("spam", 1, "true or false"),
+    ("urgency", 1.0, "0 to 2"), ("spam", "maybe", "expected true or false"), ("spam", 2, "true or false"),
 ])
 def test_a_label_that_is_not_one_of_the_questions_answers_names_the_row_and_column(qid, value, expected):
     lab = labeler([f"{qid}=truth"], THREE)

@@ -7,7 +7,7 @@ log line as ``"labels": {question id: label}``, in the form ``jev calibrate`` re
 
 - choice: an option's name (``"billing"``);
 - score: a level's index, 0 for the first level (``2``; ``"2"`` in a CSV);
-- noul: a JSON boolean, or ``true``/``false``/``yes``/``no`` in any case (written as a boolean).
+- noul: a JSON boolean, ``true``/``false``/``yes``/``no`` in any case, or 1/0 (written as a boolean).
 
 An empty cell (CSV), ``null`` or a missing key (JSONL) leaves that row unlabelled: label a sample of
 a large input and calibrate on it. :func:`labelled_records` turns a log line back into
@@ -24,7 +24,7 @@ from jev_shared.answers import ChoiceAnswer, NoulAnswer, ScoreAnswer
 from jev_shared.calibration import Record
 
 #: Noul labels given as text, in any case.
-NOUL_WORDS = {"true": True, "yes": True, "false": False, "no": False}
+NOUL_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 _ANSWERS: dict[str, type[ChoiceAnswer | ScoreAnswer | NoulAnswer]] = {
     "choice": ChoiceAnswer, "score": ScoreAnswer, "noul": NoulAnswer}
 
@@ -58,13 +58,14 @@ class LabelColumn:
             return "expected one of its options: " + ", ".join(self.keys)
         if self.kind == "score":
             return f"expected a level's index, 0 to {len(self.keys) - 1}"
-        return "expected true or false (a JSON boolean, or true/false/yes/no)"
+        return "expected true or false (a JSON boolean, true/false, yes/no or 1/0)"
 
     def _normalise(self, value: Any) -> str | int | bool | None:
         if self.kind == "noul":
             if isinstance(value, bool):
                 return value
-            return NOUL_WORDS.get(value.strip().lower()) if isinstance(value, str) else None
+            text = value if isinstance(value, str) else str(value) if isinstance(value, int) else ""
+            return NOUL_WORDS.get(text.strip().lower())
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             return None
         text = str(value).strip()
