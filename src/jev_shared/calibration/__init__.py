@@ -22,7 +22,8 @@ Brier, selective accuracy, gate thresholds), :mod:`.calibrator` the :class:`Cali
 :mod:`.map_fit` the maps whose numbers depend on what the engine knows about each answer (the shipped
 calibration for an embedded model is a temperature that depends on the answer's spread), and
 :mod:`.check` a calibration file checked whole (every number that changes an answer finite and in its
-range, a bad one named by its line), :mod:`.policy` the client's policy in one place: which calibration applies (``fitted/<model>.json`` for
+range, a bad one named by its line), :mod:`.traffic` the offsets that divide a question's lean out, measured over
+its unlabelled answers, :mod:`.policy` the client's policy in one place: which calibration applies (``fitted/<model>.json`` for
 ``calibrator="auto"``) and how a question's own examples refine it. The names below are the public ones.
 """
 from .calibrator import FORMAT, FORMAT_MAPS, FORMATS, GLOBAL, Calibrator, top_probability
@@ -42,10 +43,11 @@ from .fit import (
 from .map import FeatureMap
 from .measures import THRESHOLDS, Comparison, Metrics, Report, Selective, metrics, recommend_threshold, wilson_lower
 from .policy import EXAMPLES_STRENGTH, SHIPPED, examples_calibrator, resolve, shipped
+from .traffic import fit_traffic, lean, traffic_offsets
 
 __all__ = ["Calibrator", "Context", "FeatureMap", "shipped", "resolve", "examples_calibrator", "EXAMPLES_STRENGTH",
            "SHIPPED", "GLOBAL", "FORMAT", "FORMAT_MAPS", "FORMATS", "THRESHOLDS", "Record", "Metrics", "Selective",
            "Comparison", "Report", "metrics", "recommend_threshold", "wilson_lower", "records_from", "temper",
            "fit_temperature", "fit_temperature_bias", "fit_temperature_toward", "fit_top", "rescale_top", "nll",
            "top_probability", "ANSWERING", "CalibrationFileError", "check_calibration", "line_of", "located",
-           "non_finite"]
+           "non_finite", "fit_traffic", "lean", "traffic_offsets"]
