@@ -10,9 +10,10 @@ this looks at tokens). A member that no word of its name sets apart keeps its wo
 before. The answers are keyed by the option names as ever: only the words the model answers with change.
 
 Not the engine's default (the planner answers by :func:`labels.token_checked_aliases`): on the default 1.5B, on
-two public intent sets of 30 items, it cut the calls per decision from 2.00 to 1.10 (sgd) and 1.67 to 1.07
-(powerplay11) but answered 3 items fewer right in each (22 → 19, 19 → 16): a name turned round
-(``Appointment_Book``) reads worse to the model than its own read on. ``python -m bench first_token_names``.
+three public intent sets of 30 items, it cut the calls per decision from 2.00 to 1.10 (sgd), 1.67 to 1.07
+(powerplay11) and 2.30 to 1.30 (banking77) but answered 2-3 items fewer right in each (22 → 19, 19 → 16,
+17 → 15): a name turned round (``Appointment_Book``) reads worse to the model than its own read on.
+``python -m bench first_token_names``.
 """
 
 from __future__ import annotations
