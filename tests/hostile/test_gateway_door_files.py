@@ -114,3 +114,17 @@ def test_sets_whose_options_could_never_apply_are_refused_at_load(refused, tmp_p
     assert "options" in refused("--calibration", path)
     with pytest.raises(ValueError, match="options"):
         DecisionSets.load_all(path)
+
+
+@pytest.mark.parametrize("part", [{"tops": {"*": [1e300, -1e300]}},
+                                  {"maps": {"*": {"form": "temperature", "slope": {"1": 1e300}}}},
+                                  {"maps": {"*": {"form": "temperature", "slope": {"1": -1e300}}}},
+                                  {"biases": {"*": {"a": 1e300, "b": -1e300}}}])
+def test_extreme_but_finite_numbers_bend_an_answer_without_overflow(part):
+    """A file that passes the check answers every question: its extreme numbers saturate, never raise."""
+    from jev_shared import ChoiceAnswer
+
+    cal = Calibrator.from_dict({"format": "jev-calibration/2", "temperatures": {"*": 1.0}, **part})
+    answer = ChoiceAnswer(choice="b", probabilities={"a": 0.3, "b": 0.7}, confidence=0.4)
+    probs = cal.apply(answer, "*").probabilities
+    assert abs(sum(probs.values()) - 1.0) < 1e-9 and all(0.0 <= p <= 1.0 for p in probs.values())

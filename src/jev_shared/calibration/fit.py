@@ -276,7 +276,8 @@ def rescale_top(probs: Sequence[float], slope: float, shift: float) -> list[floa
     if len(probs) < 2 or rest <= 0.0:
         return list(probs)
     second = max(p for j, p in enumerate(probs) if j != i)
-    new = 1.0 / (1.0 + math.exp(-(slope * _logit(probs[i]) + shift)))
+    z = slope * _logit(probs[i]) + shift
+    new = 1.0 / (1.0 + math.exp(-min(max(z, -700.0), 700.0)))  # a file's extreme numbers: 0 or 1, no overflow
     new = max(new, second / (rest + second) * (1.0 + 1e-9))  # the runner-up, rescaled, stays below
     return [new if j == i else p * (1.0 - new) / rest for j, p in enumerate(probs)]
 

@@ -29,6 +29,9 @@ from typing import Any
 from .fit import FLOOR, Context, _logit, rescale_top, temper
 
 FORMS = ("temperature", "top")
+#: The most a map's log-temperature is taken as (a temperature from e^-50 to e^50): a file's extreme but finite
+#: numbers bend an answer all the way, never overflow.
+MAX_LOG_T = 50.0
 
 
 def _entropy(probs: Sequence[float]) -> float:
@@ -114,7 +117,7 @@ class FeatureMap:
         if len(probs) < 2:
             return list(probs)
         if self.form == "temperature":
-            return temper(probs, 1.0 / math.exp(_dot(self.slope, probs, ctx)))
+            return temper(probs, math.exp(-min(max(_dot(self.slope, probs, ctx), -MAX_LOG_T), MAX_LOG_T)))
         p = max(probs)
         z = _dot(self.slope, probs, ctx) * _logit(p) + _dot(self.shift, probs, ctx)
         return rescale_top(probs, 1.0, z - _logit(p))
