@@ -17,31 +17,8 @@ for a in "$@"; do
   if [ "$a" = --full ]; then full=1; else args+=("$a"); fi
 done
 
-# pytest runs in a process group of its own: a Ctrl-C reaches this script alone, which ends the whole group
-# (pytest, the servers and subprocesses its tests started) at once, rather than waiting on its teardown.
-pid=""
-stop() {
-  trap - INT TERM
-  echo >&2
-  echo "scripts/test.sh: stopped; ending the tests and what they started" >&2
-  if [ -n "$pid" ]; then
-    kill -TERM -- "-$pid" 2>/dev/null || true
-    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL -- "-$pid" 2>/dev/null || true
-  fi
-  exit 130
-}
-trap stop INT TERM
-run() {
-  set -m
-  "$@" &
-  pid=$!
-  set +m
-  local rc=0
-  wait "$pid" || rc=$?
-  pid=""
-  return "$rc"
-}
+# pytest runs in a process group of its own (scripts/run_group.sh): one Ctrl-C ends it and all its tests started.
+run() { bash scripts/run_group.sh "$@"; }
 
 quick="not qwen and not slow"
 if [ "$full" = 0 ]; then
