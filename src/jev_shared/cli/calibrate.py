@@ -31,6 +31,7 @@ from jev_shared.files import read_text
 
 from . import checks
 from .backends import add_backend_args, backends, memory, read_questions, sync_client
+from .calibrate_traffic import run_traffic, wanted
 
 
 def add_calibrate(sub: Any) -> None:
@@ -58,6 +59,9 @@ def add_calibrate(sub: Any) -> None:
     p.add_argument("--plot", type=Path, default=None,
                    help="the reliability diagram and set-size chart (PNG; default: --out with .png, when "
                         "matplotlib is installed: the 'plots' extra)")
+    p.add_argument("--traffic", action="store_true",
+                   help="divide out each question's lean measured over every answer in the file, labelled or not "
+                        "(on by itself where lines hold states with no label), then fit a temperature on the labels")
     add_backend_args(p)
 
 
@@ -212,6 +216,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
         print(f"jev calibrate: {why}", file=sys.stderr)
         return 2
     try:
+        if wanted(numbered_rows(args.labelled), args):  # states with no label: the lean over them, divided out
+            return run_traffic(args, numbered_rows(args.labelled))
         records = read_records(args)
     except (OSError, ValueError, KeyError) as exc:
         print(f"jev calibrate: {exc}", file=sys.stderr)

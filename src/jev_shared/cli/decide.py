@@ -11,6 +11,7 @@ from typing import Any
 from jev_shared import Options
 
 from .backends import add_backend_args, backends, memory, read_questions, read_state, shown_url, sync_client
+from .calibration_file import add_calibration_arg, calibration_kwargs
 from .checks import seconds, text
 from .decide_batch import add_batch_args
 
@@ -25,6 +26,7 @@ def add_decide(sub: Any) -> None:
     p.add_argument("--layout", default="state_last", choices=Options.choices("layout"),
                    help="where the state goes in the prompt")
     p.add_argument("--timeout", type=seconds, default=None, help="the call's total timeout (seconds)")
+    add_calibration_arg(p)
     add_batch_args(p)
 
 
@@ -45,12 +47,14 @@ def run_decide(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         try:
             questions, state = read_questions(args.questions), read_state(args.state)
+            calibration = calibration_kwargs(args)
         except (OSError, ValueError) as exc:
             print(json.dumps({"error": {"type": "invalid_request", "message": str(exc)}}), file=sys.stderr)
             return 2
         backend = next(iter(backends(args, stack).values()))
         client = SystemOneClient(sync_client(backend),
-                                 model=backend.model, api=backend.api, layout=args.layout, memory=memory(args))
+                                 model=backend.model, api=backend.api, layout=args.layout, memory=memory(args),
+                                 **calibration)
         try:
             resp = client.system_one(state, questions, timeout=args.timeout)
         except JevError as exc:

@@ -124,6 +124,8 @@ def _prepare(args: argparse.Namespace) -> tuple[dict[str, Any], list[Any], dict[
     from jev_shared.batch.files import InputError, check_output, load_questions, read_items, read_log, to_decide
     from jev_shared.batch.labels import labeler
 
+    from .calibration_file import calibration_kwargs
+
     if not args.output:
         return _fail("invalid_request", "--input needs --output FILE (the answer log)")
     if args.concurrency < 1:
@@ -136,6 +138,7 @@ def _prepare(args: argparse.Namespace) -> tuple[dict[str, Any], list[Any], dict[
         items = read_items(args.input, column=args.column, id_column=args.id_column,
                            labels=labeler(args.label, questions))
         done = read_log(args.output)
+        args.calibration_kwargs = calibration_kwargs(args)  # checked whole before any request
     except InvalidQuestionError as exc:
         print(json.dumps({"error": wire_error(exc)}), file=sys.stderr)
         return 2
@@ -187,7 +190,8 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
         backend = next(iter(backends(args, stack).values()))
         client = SystemOneClient(sync_client(backend),  # labelled: the model's own answers, for jev calibrate to fit
                                  model=backend.model, api=backend.api, layout=args.layout, method=args.method,
-                                 memory=memory(args), calibrator=None if args.label else "auto")
+                                 memory=memory(args), **({"calibrator": None} if args.label else {}),
+                                 **args.calibration_kwargs)
         prepared = client.prepare(questions)  # the one-time costs, before the bar, so its rate is the run's
         print(f"jev decide: {prepared}", file=sys.stderr, flush=True)
         totals.started = time.perf_counter()  # decisions/s counts the run, not the start-up and preparation
