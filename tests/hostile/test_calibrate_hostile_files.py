@@ -66,7 +66,6 @@ BAD_LINES = {
     "probabilities as texts": {"probabilities": {"a": "0.5", "b": "0.5"}, "label": "a"},
     "a list for a label": {"probabilities": {"a": 0.5, "b": 0.5}, "label": ["a"]},
     "a list for a question id": {"probabilities": {"a": 0.5, "b": 0.5}, "label": "a", "question_id": [1]},
-    "a state without a label": {"state": "hello"},
 }
 
 
