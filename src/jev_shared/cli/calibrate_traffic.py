@@ -28,7 +28,11 @@ MIN_LABELS = 20
 
 
 def wanted(numbered: Numbered, args: argparse.Namespace) -> bool:
-    """The traffic fit runs on ``--traffic``, or wherever a line holds a state with no label."""
+    """The traffic fit runs on ``--traffic``, or wherever a line holds a state with no label; never on a file of
+    recorded answers (``probabilities``: answered under a calibration it does not name), whose lines are checked
+    as such."""
+    if any("probabilities" in row for _, row in numbered):
+        return False
     return bool(getattr(args, "traffic", False)) or any(
         "state" in row and "label" not in row and "answers" not in row for _, row in numbered)
 
