@@ -156,7 +156,7 @@ def _stamp(blob: Path, f: HubFile) -> None:
 
 
 def _endpoint(hf: Any, endpoint: str | None) -> str:
-    return endpoint or getattr(hf.constants, "ENDPOINT", "https://huggingface.co")
+    return endpoint or str(getattr(hf.constants, "ENDPOINT", "https://huggingface.co"))
 
 
 def _why(exc: BaseException) -> str:
