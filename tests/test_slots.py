@@ -82,6 +82,8 @@ def test_a_prompt_with_examples_is_kept_and_a_new_process_asks_nothing_twice(tmp
         cold = SystemOneClient(srv.client(), model=srv.model, debias=True, debug=True, memory=Memory.load(path))
         first = cold.system_one(STATE, question, examples={"team": shots})
         assert first.debug["prior_calls"]["team"] == 2  # one per example, once
+        again = cold.system_one("Where is my parcel?", question, examples={"team": shots})
+        assert _computed(again)["team"][0] < 20  # its held-out priors took the slot; the file put the prompt back
         example, state = srv.tokenize(" app crashes."), srv.tokenize(" charged twice to my Visa card")
     files = list(folder.glob("*.bin"))
     assert len(files) == 1

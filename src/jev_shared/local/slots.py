@@ -90,6 +90,8 @@ class SlotCache:
         self._slot: dict[str, int] = {}  # prompt key → its slot on this server (the first n_slots prompts)
         self._restored: set[str] = set()  # prompts restored from a file into their slot on this server
         self._rekeep: set[str] = set()  # restored prompts whose answer failed the readout: kept anew
+        #: prompts with examples kept in this call: their held-out priors take the slot after, so settle() restores them
+        self._restore_after: set[str] = set()
         #: prompt key → its first request, answered, its slot not yet saved: the debias prior's N/A call, pinned
         #: to the slot, is the twin the slot is saved after (one request fewer); else one of its own
         self._pending: dict[str, Call] = {}
@@ -214,13 +216,18 @@ class SlotCache:
             return self._pending.pop(key, None)
 
     def after(self, call: Call, keep: bool) -> Call | None:
-        """Once a sent call's reply is back, the call to keep the slot after, if any: a prompt's first request waits
-        (pending) for its debias prior's N/A call; that call, or a first request that is the twin, keeps it now."""
+        """Once a sent call's reply is back, the call to keep the slot after, if any: a zero-shot prompt's first request
+        waits (pending) for its debias prior's N/A call; that call, a first request that is the twin, or the first
+        request of a prompt with examples keeps it now (no prior of its asks N/A, and its held-out prior would take
+        the slot: its twin now reads the state ``N/A`` alone, after it the prompt's examples again)."""
         key = _zero_shot(call)
         if key is None or not (keep or key in self._pending):
             return None
         with self._lock:
             if not _is_twin(call):
+                if keep and call.prompt is not None and len(call.prompt.messages) > 2:
+                    self._restore_after.add(key)
+                    return call
                 if keep:
                     self._pending[key] = call
                 return None
@@ -229,14 +236,20 @@ class SlotCache:
 
     @property
     def pending(self) -> bool:  # a prompt's slot waits to be kept: settle() has work (the clients', after the flows)
-        return bool(self._pending)
+        return bool(self._pending or self._restore_after)
 
     def settle(self) -> None:
-        """Keep each prompt still pending with a twin of its own (no prior asked it): the call is finished."""
+        """Keep each prompt still pending with a twin of its own (no prior asked it), and put back each prompt with
+        examples kept in this call into its slot from its file (a millisecond: its held-out priors took the slot, and
+        the next decision would read the examples again): the call is finished."""
         with self._lock:
             pending, self._pending = list(self._pending.values()), {}
+            back, self._restore_after = [(k, self._slot[k]) for k in self._restore_after if k in self._slot], set()
         for call in pending:
             self.keep(call)
+        for key, slot in back:
+            if _verified(self.file(key), self.checksum(key)):
+                self._action(slot, "restore", key)
 
     def wrap(self, send: Callable[[Call], Reply], firsts: list[Call] | None = None) -> Callable[[Call], Reply]:
         """``send`` with this cache around it (sync); ``firsts``: the call's first requests (first_round.py)."""
