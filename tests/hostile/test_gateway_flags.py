@@ -39,6 +39,7 @@ DECIDE: dict[str, list[str]] = {
     "--label": ["", "nope", "team=", "team=id"],
     "--method": ["guess"], "--dry-run": [], "--retry-failed": [], "--review-threshold": ["-0.1", "1.5", NAN],
     "--review": ["", "{directory}"], "--no-progress": [],
+    "--calibration": ["", "{missing}", "{not_json}", "{directory}", "{bad_sets}", "{bad_temperature}"],
 }
 #: Flags that take no value: nothing to get wrong.
 SWITCHES = {"--no-cache", "--dry-run", "--retry-failed", "--no-progress"}
