@@ -109,7 +109,12 @@ def test_each_embedded_model_has_its_own_calibration_and_debias():
     # nouls and scores have maps of their own (fitted on their kind's answers of the other sets): one map for
     # every kind made the 1.5B's bold, right yes/nos timid (sst2 0.154 left out; 0.086 with the nouls' own)
     assert [large.key_for("q", k, ex) for k in ("noul", "score", "choice") for ex in (False, True)] == [
-        "*noul", "*noul+examples", "*score", "*score+examples", GLOBAL, GLOBAL]
+        "*noul", "*noul+examples", "*score", "*score+examples", GLOBAL, "*choice+examples"]
+    # asked with examples, a yes/no's and a choice's answers are left as read (then fitted on the question's own
+    # examples): the maps fitted without examples sharpened them past what they earn (pooled over the public
+    # sets with examples, ECE 0.071 -> 0.048 for yes/nos, 0.082 -> 0.035 for choices; log loss lower on both)
+    for key in ("*noul+examples", "*choice+examples"):
+        assert large._temper({"true": 0.8, "false": 0.2}, key, Context())["true"] == pytest.approx(0.8)  # noqa: SLF001
     yes = large._temper({"true": 0.97, "false": 0.03}, "*noul", Context(kind="noul"))["true"]  # noqa: SLF001
     assert yes == pytest.approx(0.9859, abs=1e-3)  # a bold yes/no: sharpened a little, not softened
     timid = large._temper({"true": 0.55, "false": 0.45}, "*noul", Context(kind="noul"))["true"]  # noqa: SLF001
