@@ -100,14 +100,16 @@ def fetch(f: HubFile, *, endpoint: str | None = None, cache: str | os.PathLike[s
 
 
 def _check_stated(hf: Any, f: HubFile, endpoint: str | None) -> None:
-    """The SHA-256 and size the Hub states for the file (one metadata request) must be the pinned ones."""
+    """The SHA-256 and size the Hub states for the file (one metadata request) must be the pinned ones (an ETag
+    that is no SHA-256 leaves the check to the file's own hash, after)."""
     url = hf.hf_hub_url(f.repo, f.filename, revision=f.revision, endpoint=endpoint)
     try:
         meta = hf.get_hf_file_metadata(url, timeout=METADATA_TIMEOUT_S)
     except Exception as exc:  # no answer (DNS, refused, timeout, offline mode) or an error status: not now
         raise HubUnavailable(f"the Hugging Face Hub ({_endpoint(hf, endpoint)}) did not give {f}: {_why(exc)}") from exc
-    stated = (meta.etag or "").strip('"').lower()
-    if stated != f.sha256 or (meta.size is not None and meta.size != f.size):
+    stated = (meta.etag or "").strip('"').lower()  # an LFS file's ETag is its SHA-256
+    is_sha = len(stated) == 64 and all(c in "0123456789abcdef" for c in stated)
+    if (is_sha and stated != f.sha256) or (meta.size is not None and meta.size != f.size):
         raise LocalModelError(
             f"the Hub states SHA-256 {stated or '(none)'} and {meta.size} bytes for {f}, where {f.sha256} and "
             f"{f.size} bytes are pinned: refused, nothing downloaded ({_endpoint(hf, endpoint)})")
