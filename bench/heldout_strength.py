@@ -13,12 +13,23 @@ a set is "lower beyond noise" where the chosen strength loses with p < 0.05.
 
 No model runs here. A strength of 0 with examples also means no prior is asked at run time, so the question's
 own examples give no labelled answers and no calibration of their own (``priors.examples_prior``).
+
+The question's own traffic (``traffic``): per set and setting, the answers as shipped (the model's calibration),
+with the lean over the set's states divided out (``calibration.fit_traffic``: no label read), with a temperature
+fitted on ``--labels`` labelled items, and both; judged on the items not labelled, each ECE beside the 95th
+percentile of what a perfectly calibrated model stating the same probabilities reads at that size (``*``: above it).
+The shipped map asked with examples (``examples-map``): the product's path with examples (the kind's map, then
+the question's own examples' temperature) against the same path with no map before the examples' fit.
+
+    python -m bench heldout_strength traffic --model qwen2.5-coder-1.5b bench/heldout_runs/*.json*
+    python -m bench heldout_strength examples-map --model qwen2.5-coder-1.5b bench/heldout_runs/*.json*
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import random
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +42,10 @@ import heldout_fit as hf  # noqa: E402
 from heldout import Decision  # noqa: E402
 from heldout_load import load_runs  # noqa: E402
 
+from jev_shared.calibration import GLOBAL, Calibrator, Record, examples_calibrator, fit_traffic, metrics, shipped  # noqa: E402
 from jev_shared.models import debias_strength  # noqa: E402
+from jev_shared.priors import powered  # noqa: E402
+from jev_shared.readout import divide_prior  # noqa: E402
 
 STRENGTHS = (0.0, 0.25, 0.5, 1.0)
 
@@ -97,6 +111,9 @@ def table(decisions: Sequence[Decision], model: str, shots: int, candidates: Seq
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("traffic", "examples-map"):
+        return studies(argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("raw", type=Path, nargs="+")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
@@ -110,6 +127,106 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{args.model}, {hf.SETTINGS[args.shots]}: from {', '.join(p.name for p in paths)}")
     candidates = tuple(float(x) for x in args.candidates.split(",")) if args.candidates else STRENGTHS
     print(table(decisions, args.model, args.shots, candidates))
+    return 0
+
+
+# --- the question's own traffic, a few labels, and the shipped map asked with examples ----------------------------
+
+
+def _loss(recs: Sequence[Record]) -> float:
+    """The mean log loss of the true answer."""
+    return -sum(math.log(max(r.probabilities[r.label], 1e-9)) for r in recs) / len(recs)
+
+
+def _acc(recs: Sequence[Record]) -> float:
+    return sum(max(r.probabilities, key=r.probabilities.__getitem__) == r.label for r in recs) / len(recs)
+
+
+def _ece(recs: Sequence[Record]) -> str:
+    """The ECE, starred where it is above a perfectly calibrated model's 95th percentile at this size."""
+    e = metrics(recs).ece
+    return f"{e:.3f}{'*' if e > hf.ece_noise(recs, 300, (0.95,))[0] else ''}"
+
+
+def _shipped(decisions: Sequence[Decision], model: str) -> list[Record]:
+    cal = shipped(model)
+    assert cal is not None, f"no calibration is shipped for {model}"
+    recs = [hf.record(d) for d in decisions]
+    return [Record(cal._temper(r.probabilities, hf.key(d), r.context), r.label) for r, d in zip(recs, decisions)]  # noqa: SLF001
+
+
+def traffic_rows(decisions: Sequence[Decision], model: str, labels: int, seed: int = 1) -> list[str]:
+    """Per set and setting: shipped, the lean divided out, ``labels`` labels' temperature, both (judged on the rest)."""
+    groups: dict[tuple[str, int], list[Decision]] = {}
+    for d in decisions:
+        groups.setdefault((d.set, d.shots), []).append(d)
+    pooled: dict[str, list[Record]] = {m: [] for m in ("shipped", "lean", "labels", "both")}
+    out = []
+    for (name, shots), ds in sorted(groups.items()):
+        if len(ds) < labels + 20:
+            continue
+        base = [Record(r.probabilities, r.label, "q", r.context) for r in (hf.record(d) for d in ds)]
+        order = list(range(len(ds)))
+        random.Random(seed).shuffle(order)
+        fit_on, judged = [base[i] for i in order[:labels]], order[labels:]
+        dists = {"q": [r.probabilities for r in base]}  # every state the user sent; no label read
+        cals = {"lean": fit_traffic(dists, min_labels=len(base) + 1), "labels": Calibrator.fit(fit_on, min_records=1),
+                "both": fit_traffic(dists, fit_on, min_labels=1)}
+        ship = _shipped(ds, model)
+        res = {"shipped": [ship[i] for i in judged], **{m: c.calibrate([base[i] for i in judged]) for m, c in cals.items()}}
+        for m, recs in res.items():
+            pooled[m] += recs
+        out.append(f"| {name} | {hf.SETTINGS[shots]} | {len(judged)} | "
+                   + " / ".join(f"{_acc(r):.0%}" for r in res.values()) + " | "
+                   + " / ".join(_ece(r) for r in res.values()) + " | "
+                   + " / ".join(f"{_loss(r):.2f}" for r in res.values()) + " |")
+    p90 = hf.ece_noise(pooled["shipped"], 200, (0.9,))[0]
+    out.append(f"| **pooled** | | {len(pooled['shipped'])} | " + " / ".join(f"{_acc(r):.1%}" for r in pooled.values())
+               + " | " + " / ".join(f"{metrics(r).ece:.3f}" for r in pooled.values()) + f" (90th pct {p90:.3f}) | "
+               + " / ".join(f"{_loss(r):.3f}" for r in pooled.values()) + " |")
+    return ["| set | setting | judged | right: shipped / lean / labels / both | ECE (same order) | "
+            "log loss (same order) |", "|---|---|---|---|---|---|", *out]
+
+
+def examples_map_rows(decisions: Sequence[Decision], rows: dict, model: str) -> list[str]:
+    """With examples: the shipped map then the examples' own fit, against no map then the examples' own fit."""
+    cal = shipped(model)
+    assert cal is not None
+    out, pooled = [], {}
+    for tag, saved in rows.items():
+        name, shots = tag.split("/")
+        items = [d for d in decisions if d.set == name and d.shots == int(shots)]
+        if not items or not saved.get("rows") or not items[0].prior:
+            continue
+        prior = powered(items[0].prior, debias_strength(model, items[0].kind, True))
+        own_rows = [(divide_prior(r, prior), lab) for r, lab in zip(saved["rows"], saved["labels"])]
+        recs = [hf.record(d) for d in items]
+        key, res = hf.key(items[0]), {}
+        for label, base in (("map", cal), ("none", Calibrator())):
+            own = examples_calibrator(base, key, list(items[0].answered), own_rows, context=recs[0].context)
+            first = [Record(base._temper(r.probabilities, key, r.context), r.label, GLOBAL) for r in recs]  # noqa: SLF001
+            res[label] = own.calibrate(first)
+            pooled.setdefault((items[0].kind, label), []).extend(res[label])
+        out.append(f"| {name} | {items[0].kind} | {len(items)} | {_ece(res['map'])} / {_ece(res['none'])} | "
+                   f"{_loss(res['map']):.3f} / {_loss(res['none']):.3f} |")
+    for (kind, label), recs in sorted(pooled.items()):
+        out.append(f"| **{kind}, pooled** | {label} | {len(recs)} | {metrics(recs).ece:.3f} | {_loss(recs):.3f} |")
+    return ["| set | kind | n | ECE: map / none | log loss: map / none |", "|---|---|---|---|---|", *out]
+
+
+def studies(argv: Sequence[str]) -> int:
+    ap = argparse.ArgumentParser(prog=f"heldout_strength {argv[0]}")
+    ap.add_argument("raw", type=Path, nargs="+")
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b")
+    ap.add_argument("--labels", type=int, default=30, help="traffic: the labelled items per set and setting")
+    args = ap.parse_args(argv[1:])
+    hf.MODEL = args.model
+    found, rows, paths = load_runs(args.raw, args.model)
+    decisions = [d for d in found if d.answered]
+    print(f"{args.model}: from {', '.join(p.name for p in paths)}")
+    lines = (traffic_rows(decisions, args.model, args.labels) if argv[0] == "traffic"
+             else examples_map_rows(decisions, rows, args.model))
+    print("\n".join(lines))
     return 0
 
 
