@@ -39,6 +39,11 @@ BENCHES: dict[str, Bench] = {
                          "leave-one-dataset-out; --write ships a model's map", "~1 min, no model"),
     "heldout_strength": Bench("heldout_strength.py", "offline: how much of the prior each kind divides out, chosen "
                               "leave-one-dataset-out (models.DEBIAS_STRENGTH)", "seconds, no model"),
+    "heldout_traffic": Bench("heldout_strength.py", "offline: what a question's lean over its unlabelled states "
+                             "(calibration.fit_traffic), 30 labels and both buy against the shipped calibration, "
+                             "per set, ECE beside a calibrated model's band", "~1 min, no model", "traffic"),
+    "heldout_examples_map": Bench("heldout_strength.py", "offline: the shipped map before the question's own "
+                                  "examples' fit, against none, per kind", "~1 min, no model", "examples_map"),
     "heldout_variants": Bench("heldout_variants.py", "ways of asking scores and nouls (level names, digits, "
                               "descriptions), saved for offline strength tables", "~10 min a set"),
     "heldout_nouls": Bench("heldout_variants.py", "a noul's answer words (yes/no against true/false) on the public "

@@ -18,11 +18,11 @@ The question's own traffic (``traffic``): per set and setting, the answers as sh
 with the lean over the set's states divided out (``calibration.fit_traffic``: no label read), with a temperature
 fitted on ``--labels`` labelled items, and both; judged on the items not labelled, each ECE beside the 95th
 percentile of what a perfectly calibrated model stating the same probabilities reads at that size (``*``: above it).
-The shipped map asked with examples (``examples-map``): the product's path with examples (the kind's map, then
+The shipped map asked with examples (``examples_map``): the product's path with examples (the kind's map, then
 the question's own examples' temperature) against the same path with no map before the examples' fit.
 
     python -m bench heldout_strength traffic --model qwen2.5-coder-1.5b bench/heldout_runs/*.json*
-    python -m bench heldout_strength examples-map --model qwen2.5-coder-1.5b bench/heldout_runs/*.json*
+    python -m bench heldout_strength examples_map --model qwen2.5-coder-1.5b bench/heldout_runs/*.json*
 """
 
 from __future__ import annotations
@@ -112,8 +112,8 @@ def table(decisions: Sequence[Decision], model: str, shots: int, candidates: Seq
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in ("traffic", "examples-map"):
-        return studies(argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[argv[0]](argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("raw", type=Path, nargs="+")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
@@ -228,6 +228,17 @@ def studies(argv: Sequence[str]) -> int:
              else examples_map_rows(decisions, rows, args.model))
     print("\n".join(lines))
     return 0
+
+
+def main_traffic(argv: Sequence[str]) -> int:
+    return studies(argv)
+
+
+def main_examples_map(argv: Sequence[str]) -> int:
+    return studies(argv)
+
+
+SUBCOMMANDS = {"traffic": main_traffic, "examples_map": main_examples_map}
 
 
 if __name__ == "__main__":

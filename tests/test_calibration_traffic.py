@@ -8,8 +8,7 @@ import random
 import pytest
 
 from jev_shared import NoulAnswer
-from jev_shared.calibration import Calibrator, Record, fit_traffic, lean, metrics, traffic_offsets
-from jev_shared.calibration.traffic import states_short
+from jev_shared.calibration import Calibrator, Record, fit_traffic, lean, metrics, states_short, traffic_offsets
 
 
 def leaning_nouls(n: int, *, push: float, seed: int = 0, qid: str = "spam") -> list[Record]:

@@ -17,8 +17,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from jev_shared.calibration import Calibrator, Record, fit_traffic, metrics
-from jev_shared.calibration.traffic import MIN_STATES, states_short
+from jev_shared.calibration import MIN_STATES, Calibrator, Record, fit_traffic, metrics, states_short
 
 from .backends import backends, memory, read_questions, sync_client
 
