@@ -308,20 +308,26 @@ def bare(base_url: str, calls: list[dict[str, Any]], threads: int) -> tuple[floa
 
 
 def measure(model: str, n_slots: int, states: list[tuple[str, str]]) -> Rate:
-    """One fresh server with ``n_slots`` slots: the engine at concurrency ``n_slots``, then the bare replay."""
+    """One fresh server with ``n_slots`` slots: every slot warmed with the question's prompt (not timed), then the
+    engine at concurrency ``n_slots`` and the bare replay of its requests, twice in turn (engine, bare, bare,
+    engine), each figure the sum of its two passes."""
     with LocalServer(model, n_parallel=n_slots, prompt_cache=False) as srv:
         sdk = srv.client()
         recorded = recording(sdk)
         client = SystemOneClient(sdk, model=srv.model)
         client.prepare(ROUTING)  # the prior and the question's prompt: one-time, not what this measures
+        decide_batch(client, states[:n_slots], ROUTING, concurrency=n_slots)  # each slot reads the question once
         recorded.clear()
         load0 = os.getloadavg()[0]
-        result = decide_batch(client, states, ROUTING, concurrency=n_slots)
-        lat = [r.latency_s for r in result.results]
+        first = decide_batch(client, states, ROUTING, concurrency=n_slots)
         calls = list(recorded)
-        bare_s, bare_p50 = bare(srv.base_url, calls, n_slots)
-        return Rate(n_slots, result.totals.answered, result.totals.wall_s, len(calls), statistics.median(lat) * 1000,
-                    len(calls), bare_s, bare_p50 * 1000, (load0, os.getloadavg()[0]))
+        bare1, bare_p50 = bare(srv.base_url, calls, n_slots)
+        bare2, _ = bare(srv.base_url, calls, n_slots)
+        second = decide_batch(client, states, ROUTING, concurrency=n_slots)
+        lat = [r.latency_s for r in first.results + second.results]
+        return Rate(n_slots, first.totals.answered + second.totals.answered, first.totals.wall_s + second.totals.wall_s,
+                    2 * len(calls), statistics.median(lat) * 1000, 2 * len(calls), bare1 + bare2, bare_p50 * 1000,
+                    (load0, os.getloadavg()[0]))
 
 
 def slots_table(rates: list[Rate], model: str) -> str:
