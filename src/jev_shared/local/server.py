@@ -34,10 +34,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: Parallel slots a server starts with: on the 2-core machine with the 1.5B, 1, 2 and 4 slots gave 1.42, 1.34 and 1.54
+#: decisions a second at concurrency = slots (bare calls of the same requests 1.25, 1.15, 1.48; load 2.2,
+#: ``python -m bench slots_throughput``): no fewer helps, and each slot holds a kept prompt of its own (slots.py).
+N_PARALLEL = 4
+
+
 class LocalServer:
     """Start llama.cpp's server (from ``xllamacpp``) in a background thread; stop it on exit."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, n_ctx: int | None = None, n_parallel: int = 4,
+    def __init__(self, model: str = DEFAULT_MODEL, *, n_ctx: int | None = None, n_parallel: int = N_PARALLEL,
                  n_threads: int | None = None, quiet: bool = True,
                  prompt_cache: bool | str | os.PathLike[str] | None = None) -> None:
         if model not in MODELS:
