@@ -54,7 +54,7 @@ class LocalServer:
         self.n_parallel = n_parallel
         self.n_threads = n_threads or int(os.environ.get("JEV_LOCAL_THREADS") or 0) or threads_for_machine()
         self.quiet = quiet
-        #: Where zero-shot prompts are kept as the server's own KV cache (:mod:`slots`), or None:
+        #: Where questions' prompts (their examples too) are kept as the server's own KV cache (:mod:`slots`), or None:
         #: None (the default) is ``slots/<model>`` beside the memory file unless JEV_NO_CACHE, False none,
         #: a path that folder.
         self.prompt_folder = _prompt_folder(prompt_cache, self.model)

@@ -81,7 +81,7 @@ def _repaired(call: Call) -> str | None:
 
 
 class SlotCache:
-    """One llama.cpp server's slots and the folder its zero-shot prompts are kept in."""
+    """One llama.cpp server's slots and the folder its questions' prompts are kept in."""
 
     def __init__(self, base_url: str, folder: Path, n_slots: int) -> None:
         self.base_url = base_url.removesuffix("/v1")
