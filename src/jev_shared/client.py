@@ -22,13 +22,14 @@ from .answers import Answer, ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneRes
 from .backend import Backend
 from .calibration import Calibrator
 from .calls import Call, Reply
-from .decision_sets import DecisionSets
+from .decision_sets import DecisionSets, attach_sets
 from .errors import ClientCapabilityError
 from .hosted import systemone_client
 from .keywords import Keywords
 from .memory import Memory
 from .options import Options
-from .planning import CallOptions, Planner
+from .orders import combined, reversed_questions
+from .planning import CallOptions, Plan, Planner
 from .preparation import PREPARE_STATE, Preparation
 from .questions import Choice, Noul, Score
 from .redact import remember_secrets
@@ -101,6 +102,23 @@ class _ClientCore:
     def _own_calibrations(self) -> dict[Any, Calibrator]:
         return self._planner.own_calibrations
 
+    def _plans(self, state: Any, questions: Mapping[str, Any], debug: bool | None, options: Any) -> list[Plan]:
+        """The call's plan, and with ``order="both"`` a second one for its choices reversed (:mod:`orders`)."""
+        plan = self._planner.plan(state, questions, debug=debug, **options)
+        if self.options.order != "both" or self.options.hosted:
+            return [plan]
+        flipped = reversed_questions(questions)
+        return [plan, self._planner.plan(state, flipped, debug=debug, **options)] if flipped else [plan]
+
+    def _finish(self, plans: list[Plan], outcomes: list[Any]) -> SystemOneResponse:
+        """One response: the plan's, with each choice's two orders combined where there is a second plan."""
+        n = len(plans[0].flows)
+        resp = self._planner.finish(plans[0], outcomes[:n])
+        if len(plans) == 1:
+            return resp
+        resp = combined(resp, self._planner.finish(plans[1], outcomes[n:]), self.options.confidence)
+        return resp if self.sets is None else resp.model_copy(update={"answers": attach_sets(resp.answers, self.sets)})
+
     def check(self, questions: Mapping[str, Any], *, state: Any = None, **options: Unpack[CallOptions]) -> None:
         """Raise what :meth:`system_one` would raise before sending anything (no I/O): the questions, the
         state when given, the per-call options, and what the surface cannot carry."""
@@ -127,20 +145,21 @@ class SystemOneClient(Keywords, _ClientCore):
                    **options: Unpack[CallOptions]) -> SystemOneResponse:
         """Answer every question about ``state``; answers keep question order. ``options`` (method, mode,
         labels, examples, timeout, layout, top_logprobs, max_concurrency) set this call only."""
-        plan = self._planner.plan(state, questions, debug=debug, **options)
+        plans = self._plans(state, questions, debug, options)
+        plan = plans[0]
         send: Callable[[Call], Reply] = partial(transport.send, self.client, policy=self.retry_policy,
                                                 budget=plan.budget)
         slots = self._slots
         if slots is not None:
-            send = slots.wrap(send, plan.first_requests())
-        flows = plan.flows
+            send = slots.wrap(send, [r for p in plans for r in p.first_requests()])
+        flows = [f for p in plans for f in p.flows]
         pool = self._pool(plan.concurrency) if len(flows) > 1 or plan.budget.deadline is not None else None
         try:
             outcomes = drive.run_flows(flows, send, scout=plan.scout, budget=plan.budget,
                                        max_concurrency=plan.concurrency, pool=pool)
             if slots is not None and slots.pending:
                 slots.settle()  # a kept prompt no prior asked: its twin, once the flows have ended (slots.py)
-            return self._planner.finish(plan, outcomes)
+            return self._finish(plans, outcomes)
         finally:
             self.memory.flush()
 
@@ -197,19 +216,20 @@ class AsyncSystemOneClient(Keywords, _ClientCore):
     async def system_one(self, state: Any, questions: Mapping[str, Any], *, debug: bool | None = None,
                          **options: Unpack[CallOptions]) -> SystemOneResponse:
         """Answer every question about ``state``; answers keep question order (options as the sync twin's)."""
-        plan = self._planner.plan(state, questions, debug=debug, **options)
+        plans = self._plans(state, questions, debug, options)
+        plan = plans[0]
         sem = asyncio.Semaphore(plan.concurrency)
         send: Callable[[Call], Awaitable[Reply]] = partial(transport.asend, self.client, policy=self.retry_policy,
                                                            budget=plan.budget)
         slots = self._slots
         if slots is not None:
-            send = slots.awrap(send, plan.first_requests())
-        jobs = [partial(drive.adrive, flow, send, sem, self._in_flight()) for flow in plan.flows]
+            send = slots.awrap(send, [r for p in plans for r in p.first_requests()])
+        jobs = [partial(drive.adrive, flow, send, sem, self._in_flight()) for p in plans for flow in p.flows]
         try:
             outcomes = await drive.run_tasks(jobs, scout=plan.scout, budget=plan.budget)
             if slots is not None and slots.pending:
                 await asyncio.to_thread(slots.settle)  # its twin requests stay off the event loop
-            return self._planner.finish(plan, outcomes)
+            return self._finish(plans, outcomes)
         finally:
             if self.memory.dirty and self.memory.path is not None:
                 await asyncio.to_thread(self.memory.flush)  # a file write stays off the event loop

@@ -30,6 +30,7 @@ class Keywords:
         structured_outputs: bool = True, max_retries: int = 3, timeout: float | None = None, debug: bool = False,
         calibrator: Calibrator | str | None = "auto", memory: Memory | None = None,
         sets: DecisionSets | Mapping[str, DecisionSets] | None = None, backend: Backend | None = None,
+        order: str = "listed",
     ) -> None:
         options = Options.checked(
             model=model, method=method, mode=mode, auto_threshold=auto_threshold, api=api, confidence=confidence,
@@ -37,7 +38,7 @@ class Keywords:
             thinking=thinking, extra_body=extra_body or {}, layout=layout, labels=labels, missing=missing,
             examples=examples, strict_labels=strict_labels, debias=debias,
             normalize_probabilities=normalize_probabilities, structured_outputs=structured_outputs,
-            max_retries=max_retries, timeout=timeout, debug=debug)
+            max_retries=max_retries, timeout=timeout, debug=debug, order=order)
         super().__init__(client, options, backend, memory, calibrator, sets)  # type: ignore[call-arg]
 
 

@@ -26,10 +26,12 @@ Mode = Literal["system1", "system2", "auto"]
 LabelStyle = Literal["letters", "names"]
 Layout = Literal["auto", "state_last", "split", "fused"]
 Missing = Literal["zero", "floor"]
+Order = Literal["listed", "both"]
 MODES: tuple[str, ...] = get_args(Mode)
 LABEL_STYLES: tuple[str, ...] = get_args(LabelStyle)
 CONFIDENCES: tuple[str, ...] = get_args(ConfidenceKind)
 MISSING: tuple[str, ...] = get_args(Missing)
+ORDERS: tuple[str, ...] = get_args(Order)
 
 Examples = list[Example] | Mapping[str, list[Example]] | None
 
@@ -85,6 +87,9 @@ class Options:
     timeout: float | None = None
     #: every response carries the per-question debug detail
     debug: bool = False
+    #: a choice asked with its options as listed ("listed"), or as listed and reversed, the two answers combined
+    #: so the options' order cannot move the answer ("both": a second call per choice; :mod:`orders`)
+    order: Order = "listed"
     #: Set per call by the client, not by users: the first token id of each answer word's spellings,
     #: where the server reads those tokens exactly (``LocalServer``'s llama.cpp, :mod:`exact`).
     token_ids: Mapping[str, int] | None = None
@@ -99,6 +104,7 @@ class Options:
         check_choice("layout", self.layout, LAYOUTS)
         check_choice("missing", self.missing, MISSING)
         check_choice("labels", self.labels, LABEL_STYLES)
+        check_choice("order", self.order, ORDERS)
         if not isinstance(self.debias, bool) and self.debias != "auto":
             raise ValueError(f"debias: must be True, False or 'auto', got {self.debias!r}")
         if not isinstance(self.model, str) or not self.model:
@@ -176,7 +182,8 @@ class Options:
 
 #: Every option with a closed set of values.
 CHOICES: dict[str, tuple[str, ...]] = {"method": METHODS, "mode": MODES, "api": APIS, "confidence": CONFIDENCES,
-                                       "layout": LAYOUTS, "labels": LABEL_STYLES, "missing": MISSING}
+                                       "layout": LAYOUTS, "labels": LABEL_STYLES, "missing": MISSING,
+                                       "order": ORDERS}
 
 
 def check_choice(name: str, value: Any, allowed: tuple[str, ...], error: type[Exception] = ValueError) -> None:

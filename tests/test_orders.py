@@ -1,0 +1,66 @@
+"""order="both": a choice asked with its options as listed and reversed, combined so the order cannot move it."""
+
+from __future__ import annotations
+
+import pytest
+
+from jev_shared import Choice, ChoiceAnswer, Example, Noul, NoulAnswer, SystemOneClient, SystemOneResponse, Usage
+from jev_shared.orders import combined, reversed_question
+
+TEAM = {"billing": "Payments, charges and refunds", "technical": "Bugs, crashes and errors",
+        "sales": "Quotes, pricing and new plans"}
+
+
+def test_a_choice_reverses_its_options_and_its_own_examples_and_nothing_else_is_asked_twice():
+    q = Choice(instructions="Which team?", criteria=TEAM,
+               examples=[Example(state="a", answer="billing"), Example(state="b", answer="sales")])
+    flipped = reversed_question(q)
+    assert list(flipped.criteria) == ["sales", "technical", "billing"]
+    assert [e.state for e in flipped.examples] == ["b", "a"]
+    assert reversed_question({"type": "choice", "criteria": TEAM})["criteria"] == dict(reversed(list(TEAM.items())))
+    for once in (Noul(instructions="spam?"), {"type": "score", "criteria": ["low", "high"]},
+                 {"type": "choice", "criteria": {"only": "one"}}):
+        assert reversed_question(once) is None
+
+
+def test_two_readings_combine_by_their_geometric_mean_in_the_listed_order():
+    listed = SystemOneResponse(model="m", usage=Usage(n_calls=2), answers={
+        "team": ChoiceAnswer(choice="a", probabilities={"a": 0.6, "b": 0.3, "c": 0.1}, confidence=0.4),
+        "spam": NoulAnswer(noul=0.2)})
+    flipped = SystemOneResponse(model="m", usage=Usage(n_calls=1), answers={
+        "team": ChoiceAnswer(choice="b", probabilities={"c": 0.1, "b": 0.6, "a": 0.3}, confidence=0.4)})
+    both = combined(listed, flipped, "peak")
+    team = both.answers["team"]
+    assert list(team.probabilities) == ["a", "b", "c"]
+    assert team.probabilities["a"] == pytest.approx(team.probabilities["b"])  # sqrt(.18) each: a tie
+    assert team.choice == "a"  # a tie goes to the first listed
+    assert sum(team.probabilities.values()) == pytest.approx(1.0)
+    assert both.answers["spam"] == listed.answers["spam"] and both.usage.n_calls == 3
+    assert both.debug["orders"] == {"team": {"listed": "a", "reversed": "b"}}
+
+
+def test_an_order_that_is_not_one_of_the_two_is_refused_at_the_constructor():
+    with pytest.raises(ValueError, match="order: must be one of"):
+        SystemOneClient(None, model="m", api="chat_completions", order="shuffled")
+
+
+@pytest.mark.live
+def test_reversing_the_users_options_moves_nothing_when_both_orders_are_read(local_server):
+    sdk = local_server.client()
+    try:
+        client = SystemOneClient(sdk, model=local_server.model, order="both")
+        state = "I was charged twice for my subscription, please refund me."
+        spam = Noul(instructions="This message is spam.")
+        one = client.system_one(state, {"team": Choice(instructions="Which team?", criteria=TEAM), "spam": spam})
+        rev = dict(reversed(list(TEAM.items())))
+        two = client.system_one(state, {"team": Choice(instructions="Which team?", criteria=rev), "spam": spam})
+        once = SystemOneClient(sdk, model=local_server.model).system_one(
+            state, {"team": Choice(instructions="Which team?", criteria=TEAM), "spam": spam})
+    finally:
+        sdk.close()
+    assert one.answers["team"].choice == two.answers["team"].choice
+    for k in TEAM:
+        assert one.answers["team"].probabilities[k] == pytest.approx(two.answers["team"].probabilities[k], abs=1e-3)
+    assert one.answers["spam"].noul == pytest.approx(once.answers["spam"].noul, abs=1e-3)  # a noul is asked once
+    assert one.usage.n_calls == once.usage.n_calls + 1  # one more call: the choice reversed
+    assert set(one.debug["orders"]) == {"team"}
