@@ -35,6 +35,9 @@ BENCHES: dict[str, Bench] = {
     "heldout": Bench("heldout.py", "the default model with product defaults on public sets nobody tuned for, "
                      "every answer saved with its prior and raw readout (the input of the offline benches)",
                      "~2-5 min a set and setting (--sets a,b --limit 20: a few min)"),
+    "heldout_orders": Bench("heldout.py", "each choice asked with its options as listed and reversed: answers "
+                            "reversing moves, right as listed / reversed / both orders combined (order=\"both\"), "
+                            "calls and p50", "~10 min a set of 60 items (--table: seconds)", "orders"),
     "heldout_fit": Bench("heldout_fit.py", "offline: calibration maps fitted on the saved runs, judged "
                          "leave-one-dataset-out; --write ships a model's map", "~1 min, no model"),
     "heldout_strength": Bench("heldout_strength.py", "offline: how much of the prior each kind divides out, chosen "

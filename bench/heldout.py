@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import os
 import sys
 import time
@@ -225,6 +226,9 @@ def read_run(path: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[argv[0]](argv)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", default="", help="comma-separated (default: every set in sets.json)")
     ap.add_argument("--shots", default="0,1", help="0: zero-shot; 1: one example per option; 2: two")
@@ -241,6 +245,100 @@ def main(argv: Sequence[str] | None = None) -> int:
     save(args.raw, decisions, meta)
     print(f"wrote {len(decisions)} decisions to {args.raw} ({meta['wall_s'] / 60:.1f} min)", file=sys.stderr)
     return 0
+
+
+# --- both orders: each item asked with the options as listed and reversed (``orders``) -----------------------------
+
+
+def order_rows(client: SystemOneClient, name: str, meta: dict[str, Any], shots: int,
+               items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each item's distribution asked as listed and reversed (the question's examples reversed with them)."""
+    from jev_shared.orders import reversed_question
+
+    q = question(meta)
+    shot = examples(meta, shots) if shots else None
+    listed = Choice(instructions=q.instructions, criteria=q.criteria, examples=shot)
+    flipped = reversed_question(listed)
+    rows = []
+    for it in items:
+        row: dict[str, Any] = {"set": name, "shots": shots, "id": it["id"], "label": it["label"],
+                               "load": round(os.getloadavg()[0], 2)}
+        for tag, asked in (("listed", listed), ("reversed", flipped)):
+            t = time.monotonic()
+            try:
+                resp = client.system_one(it["text"], {"q": asked})
+                row[tag], row[f"{tag}_calls"] = dict(resp.answers["q"].probabilities), resp.usage.n_calls
+            except JevError as exc:
+                row[tag], row[f"{tag}_error"] = None, f"{type(exc).__name__}: {exc}"[:200]
+            row[f"{tag}_s"] = round(time.monotonic() - t, 3)
+        rows.append(row)
+    return rows
+
+
+def order_table(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Per set and setting: right as listed, reversed and both (the geometric mean, as ``order="both"`` answers),
+    answers reversing moves, the largest move of one option's probability, log loss, calls and p50 per reading."""
+    from jev_shared.answers import ChoiceAnswer, SystemOneResponse
+    from jev_shared.orders import combined
+
+    def both(r: dict[str, Any]) -> dict[str, float]:
+        one = [SystemOneResponse(model="m", answers={"q": ChoiceAnswer(choice=max(r[t], key=r[t].get),
+                                                                      probabilities=r[t], confidence=0.0)})
+               for t in ("listed", "reversed")]
+        return dict(combined(one[0], one[1], "peak").answers["q"].probabilities)
+
+    def top(d: dict[str, float]) -> str:
+        return max(d, key=d.__getitem__)
+
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("listed") and r.get("reversed"):
+            groups.setdefault((r["set"], r["shots"]), []).append(r)
+    out = ["| set | setting | n | right: listed / reversed / both | moved by reversing | largest move | "
+           "log loss: listed / both | calls a reading | p50 a reading | load |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for (name, shots), rs in sorted(groups.items()):
+        n = len(rs)
+        right = [sum(top(f(r)) == r["label"] for r in rs) for f in (lambda r: r["listed"], lambda r: r["reversed"], both)]
+        moved = sum(top(r["listed"]) != top(r["reversed"]) for r in rs)
+        most = max(abs(r["listed"][k] - r["reversed"][k]) for r in rs for k in r["listed"])
+        loss = [-sum(math.log(max(f(r)[r["label"]], 1e-9)) for r in rs) / n for f in (lambda r: r["listed"], both)]
+        calls = sum(r["listed_calls"] for r in rs) / n
+        p50 = sorted(r["listed_s"] for r in rs)[n // 2]
+        load = f"{min(r['load'] for r in rs):.1f}–{max(r['load'] for r in rs):.1f}"
+        out.append(f"| {name} | {SETTINGS[shots]} | {n} | {right[0]} / {right[1]} / **{right[2]}** | {moved} | {most:.2f} | "
+                   f"{loss[0]:.3f} / {loss[1]:.3f} | {calls:.2f} | {p50:.2f} s | {load} |")
+    return out
+
+
+SETTINGS = {0: "zero-shot", 1: "one example per option"}
+
+
+def main_orders(argv: Sequence[str]) -> int:
+    ap = argparse.ArgumentParser(prog="heldout orders", description=order_rows.__doc__)
+    ap.add_argument("--sets", default="agnews,trec,cb,sofmattress", help="comma-separated choice sets")
+    ap.add_argument("--shots", default="0", help="0: zero-shot; 1: one example per option")
+    ap.add_argument("--limit", type=int, default=60)
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b")
+    ap.add_argument("--raw", type=Path, required=True, help="JSON lines: appended to, and read for the table")
+    ap.add_argument("--table", action="store_true", help="only print the table of --raw (no model)")
+    args = ap.parse_args(argv[1:])
+    if not args.table:
+        from jev_shared import Memory
+        from jev_shared.local import LocalServer
+
+        sets = load_sets()
+        with LocalServer(args.model) as srv, args.raw.open("a") as out:
+            client = SystemOneClient(srv.client(), model=srv.model, memory=Memory())
+            for shots in (int(x) for x in args.shots.split(",")):
+                for name in args.sets.split(","):
+                    for row in order_rows(client, name, sets[name], shots, load_items(name, args.limit)):
+                        out.write(json.dumps(row) + "\n")
+    rows = [json.loads(line) for line in args.raw.read_text().splitlines() if line.strip()]
+    print("\n".join(order_table(rows)))
+    return 0
+
+
+SUBCOMMANDS = {"orders": main_orders}
 
 
 if __name__ == "__main__":
