@@ -12,6 +12,7 @@ BAD = [
     ("--coverage", "1.5"), ("--coverage", "0"), ("--coverage", "1"), ("--coverage", "nan"),
     ("--target", "-0.1"), ("--target", "inf"), ("--questions", ""),
     ("--seed", "-1"), ("--seed", "1.5"), ("--seed", "nan"), ("--seed", "x"),
+    ("--shrink", "-1"), ("--shrink", "nan"), ("--shrink", "1e9"),
 ]
 
 

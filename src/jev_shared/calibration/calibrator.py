@@ -18,6 +18,7 @@ from .fit import (
     _probabilities,
     fit_temperature,
     fit_temperature_bias,
+    fit_temperature_toward,
     fit_top,
     rescale_top,
     temper,
@@ -68,19 +69,24 @@ class Calibrator:
     @classmethod
     def fit(cls, records: Iterable[Record], *, per_question: bool = True, bias: bool = False, top: bool = False,
             min_records: int = 20, target: float = 0.9, thresholds: Sequence[float] = THRESHOLDS, min_count: int = 5,
-            confidence: ConfidenceKind = "peak") -> Calibrator:
+            confidence: ConfidenceKind = "peak", shrink: float = 0.0) -> Calibrator:
         """Fit a global T, and a T for each question id with at least ``min_records`` records.
 
         ``bias=True`` also fits an offset per option for those questions (see
         :func:`fit_temperature_bias`): it can fix a model's lean to one option, and so change
         answers, where a temperature alone never does. ``top=True`` then fits top-label scaling
         (:func:`fit_top`), which bends the reliability curve where one temperature cannot. ``target``
-        is the selective accuracy the recommended gate thresholds must reach.
+        is the selective accuracy the recommended gate thresholds must reach. ``shrink`` > 0 pulls each
+        temperature toward 1 as if that many more answers agreed with the model as read
+        (:func:`fit_temperature_toward`): thirty answers nearly all right otherwise sharpen every answer.
         """
         records = list(records)
         if not records:
             raise ValueError("calibration needs at least one labelled record")
-        temps, biases = {GLOBAL: fit_temperature(records)}, {}
+        def temperature(group: list[Record]) -> float:
+            return fit_temperature_toward(group, 1.0, shrink) if shrink > 0 else fit_temperature(group)
+
+        temps, biases = {GLOBAL: temperature(records)}, {}
         if per_question:
             for qid, group in _groups(records).items():
                 if len(group) < min_records:
@@ -88,7 +94,7 @@ class Calibrator:
                 if bias:
                     temps[qid], biases[qid] = fit_temperature_bias(group)
                 else:
-                    temps[qid] = fit_temperature(group)
+                    temps[qid] = temperature(group)
         cal = cls(temps, biases=biases, target=target, confidence=confidence)
         if top:
             cal.tops = {qid: fit_top(cal.calibrate(group)) for qid, group in

@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from .calibrator import GLOBAL, Calibrator
-from .fit import Record, fit_temperature, temper
+from .fit import Record, fit_temperature, fit_temperature_toward, temper
 
 #: Below this many states a question's lean is not measured (its offsets would be noise): no offsets.
 MIN_STATES = 20
@@ -53,10 +53,12 @@ def divided(record: Record, offsets: Mapping[str, float]) -> Record:
 
 
 def fit_traffic(answers: Mapping[str, Sequence[Mapping[str, float]]], labelled: Sequence[Record] = (), *,
-                min_states: int = MIN_STATES, min_labels: int = 20, target: float = 0.9) -> Calibrator:
+                min_states: int = MIN_STATES, min_labels: int = 20, target: float = 0.9,
+                shrink: float = 0.0) -> Calibrator:
     """A calibrator from each question's states (``answers``: question id → its answers' distributions, the
     model's own, uncalibrated), and, where a question has ``min_labels`` labelled records, a temperature
-    fitted on them after its offsets. A question with fewer than ``min_states`` answers gets no offsets."""
+    fitted on them after its offsets (``shrink`` > 0: pulled toward 1 as if that many more answers agreed). A
+    question with fewer than ``min_states`` answers gets no offsets."""
     temps: dict[str, float] = {GLOBAL: 1.0}
     biases: dict[str, dict[str, float]] = {}
     for qid, dists in answers.items():
@@ -64,7 +66,8 @@ def fit_traffic(answers: Mapping[str, Sequence[Mapping[str, float]]], labelled: 
             continue
         offsets = traffic_offsets(dists)
         mine = [divided(r, offsets) for r in labelled if r.question_id == qid]
-        t = fit_temperature(mine) if len(mine) >= min_labels else 1.0
+        t = 1.0 if len(mine) < min_labels else fit_temperature_toward(mine, 1.0, shrink) if shrink > 0 else \
+            fit_temperature(mine)
         temps[qid] = t
         biases[qid] = {k: v / t for k, v in offsets.items()}
     return Calibrator(temps, biases=biases, target=target)

@@ -48,13 +48,13 @@ def run_traffic(args: argparse.Namespace, numbered: Numbered) -> int:
         need = ", ".join(f"{q}: {n} more" for q, n in short.items())
         print(f"jev calibrate: a question's lean needs at least {MIN_STATES} of its states ({need})", file=sys.stderr)
         return 2
-    cal = fit_traffic(answers, records, min_labels=MIN_LABELS, target=args.target)
+    cal = fit_traffic(answers, records, min_labels=MIN_LABELS, target=args.target, shrink=args.shrink)
     try:
         cal.save(args.out)
     except OSError as exc:
         print(f"jev calibrate: --out {args.out}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
         return 2
-    for line in report(answers, records, cal):
+    for line in report(answers, records, cal, args.shrink):
         print(line)
     print(f"wrote {args.out} (use SystemOneClient(..., calibrator=Calibrator.load({str(args.out)!r})), "
           f"jev decide --calibration {args.out}, jev serve --calibration {args.out})")
@@ -113,7 +113,7 @@ def _any_key(answer: Any) -> str | bool:
 
 
 def report(answers: Mapping[str, Sequence[Mapping[str, float]]], records: Sequence[Record],
-           cal: Calibrator) -> list[str]:
+           cal: Calibrator, shrink: float = 0.0) -> list[str]:
     """Per question: the lean divided out and the answers it turns; with labels, each step held out."""
     lines = []
     for qid, dists in answers.items():
@@ -125,11 +125,12 @@ def report(answers: Mapping[str, Sequence[Mapping[str, float]]], records: Sequen
         lines.append(f"{qid}: {len(dists)} states; lean " + ", ".join(f"{k} {p:.2f}" for k, p in lean.items())
                      + f" divided out; {turned} of {len(dists)} answers change")
         mine = [r for r in records if r.question_id == qid]
-        lines += _labelled_lines(qid, dists, mine)
+        lines += _labelled_lines(qid, dists, mine, shrink)
     return lines
 
 
-def _labelled_lines(qid: str, dists: Sequence[Mapping[str, float]], mine: Sequence[Record]) -> list[str]:
+def _labelled_lines(qid: str, dists: Sequence[Mapping[str, float]], mine: Sequence[Record],
+                    shrink: float = 0.0) -> list[str]:
     if len(mine) < MIN_LABELS:
         more = max(MIN_LABELS - len(mine), 0)
         return [f"  {len(mine)} labelled: {more} more labels would fit its temperature and judge the fit"]
@@ -138,8 +139,8 @@ def _labelled_lines(qid: str, dists: Sequence[Mapping[str, float]], mine: Sequen
     for k in (0, 1):
         fit_on, judge = halves[1 - k], halves[k]
         traffic = fit_traffic({qid: list(dists)}, fit_on, min_labels=len(fit_on) + 1)
-        both = fit_traffic({qid: list(dists)}, fit_on, min_labels=1)
-        labels = Calibrator.fit(fit_on, min_records=1)
+        both = fit_traffic({qid: list(dists)}, fit_on, min_labels=1, shrink=shrink)
+        labels = Calibrator.fit(fit_on, min_records=1, shrink=shrink)
         judged["as answered"] += judge
         judged["lean divided"] += traffic.calibrate(judge)
         judged["labels only"] += labels.calibrate(judge)

@@ -60,6 +60,8 @@ port = _number(int, 1, 65535, "a port (1-65535)")
 seconds = _number(float, 1e-3, 1e9, "a number of seconds above 0 (finite)")
 #: A probability or a confidence: 0 to 1.
 unit = _number(float, 0.0, 1.0, "a number from 0 to 1")
+#: A weight counted in answers: 0 to a million.
+answers = _number(float, 0.0, 1e6, "a number of answers from 0 to 1,000,000")
 #: A coverage or a rate that must leave room on both sides: strictly between 0 and 1.
 open_unit = _number(float, 1e-6, 1 - 1e-6, "a number strictly between 0 and 1")
 
