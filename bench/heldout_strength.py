@@ -156,11 +156,16 @@ def _shipped(decisions: Sequence[Decision], model: str) -> list[Record]:
 
 
 def traffic_rows(decisions: Sequence[Decision], model: str, labels: int, seed: int = 1) -> list[str]:
+    """(per set and setting, a seed's draw of the labelled items; ``--seed`` draws another)"""
+    return _traffic_rows(decisions, model, labels, seed)
+
+
+def _traffic_rows(decisions: Sequence[Decision], model: str, labels: int, seed: int) -> list[str]:
     """Per set and setting: shipped, the lean divided out, ``labels`` labels' temperature, both (judged on the rest)."""
     groups: dict[tuple[str, int], list[Decision]] = {}
     for d in decisions:
         groups.setdefault((d.set, d.shots), []).append(d)
-    pooled: dict[str, list[Record]] = {m: [] for m in ("shipped", "lean", "labels", "both")}
+    pooled: dict[str, list[Record]] = {m: [] for m in ("shipped", "lean", "labels", "both", "shrunk")}
     out = []
     for (name, shots), ds in sorted(groups.items()):
         if len(ds) < labels + 20:
@@ -171,7 +176,8 @@ def traffic_rows(decisions: Sequence[Decision], model: str, labels: int, seed: i
         fit_on, judged = [base[i] for i in order[:labels]], order[labels:]
         dists = {"q": [r.probabilities for r in base]}  # every state the user sent; no label read
         cals = {"lean": fit_traffic(dists, min_labels=len(base) + 1), "labels": Calibrator.fit(fit_on, min_records=1),
-                "both": fit_traffic(dists, fit_on, min_labels=1)}
+                "both": fit_traffic(dists, fit_on, min_labels=1),
+                "shrunk": Calibrator.fit(fit_on, min_records=1, shrink=10.0)}
         ship = _shipped(ds, model)
         res = {"shipped": [ship[i] for i in judged], **{m: c.calibrate([base[i] for i in judged]) for m, c in cals.items()}}
         for m, recs in res.items():
@@ -184,8 +190,8 @@ def traffic_rows(decisions: Sequence[Decision], model: str, labels: int, seed: i
     out.append(f"| **pooled** | | {len(pooled['shipped'])} | " + " / ".join(f"{_acc(r):.1%}" for r in pooled.values())
                + " | " + " / ".join(f"{metrics(r).ece:.3f}" for r in pooled.values()) + f" (90th pct {p90:.3f}) | "
                + " / ".join(f"{_loss(r):.3f}" for r in pooled.values()) + " |")
-    return ["| set | setting | judged | right: shipped / lean / labels / both | ECE (same order) | "
-            "log loss (same order) |", "|---|---|---|---|---|---|", *out]
+    return ["| set | setting | judged | right: shipped / lean / labels / both / labels shrunk (jev calibrate's "
+            "--shrink 10) | ECE (same order) | log loss (same order) |", "|---|---|---|---|---|---|", *out]
 
 
 def examples_map_rows(decisions: Sequence[Decision], rows: dict, model: str) -> list[str]:
@@ -219,12 +225,13 @@ def studies(argv: Sequence[str]) -> int:
     ap.add_argument("raw", type=Path, nargs="+")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--labels", type=int, default=30, help="traffic: the labelled items per set and setting")
+    ap.add_argument("--seed", type=int, default=1, help="traffic: which items are labelled (a shuffle's seed)")
     args = ap.parse_args(argv[1:])
     hf.MODEL = args.model
     found, rows, paths = load_runs(args.raw, args.model)
     decisions = [d for d in found if d.answered]
     print(f"{args.model}: from {', '.join(p.name for p in paths)}")
-    lines = (traffic_rows(decisions, args.model, args.labels) if argv[0] == "traffic"
+    lines = (traffic_rows(decisions, args.model, args.labels, args.seed) if argv[0] == "traffic"
              else examples_map_rows(decisions, rows, args.model))
     print("\n".join(lines))
     return 0
