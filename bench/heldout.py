@@ -319,7 +319,8 @@ def main_orders(argv: Sequence[str]) -> int:
     ap.add_argument("--shots", default="0", help="0: zero-shot; 1: one example per option")
     ap.add_argument("--limit", type=int, default=60)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
-    ap.add_argument("--raw", type=Path, required=True, help="JSON lines: appended to, and read for the table")
+    ap.add_argument("--raw", type=Path, required=True, help="JSON lines: appended to, and read for the table "
+                    "(--table also reads a gzipped file)")
     ap.add_argument("--table", action="store_true", help="only print the table of --raw (no model)")
     args = ap.parse_args(argv[1:])
     if not args.table:
@@ -333,7 +334,7 @@ def main_orders(argv: Sequence[str]) -> int:
                 for name in args.sets.split(","):
                     for row in order_rows(client, name, sets[name], shots, load_items(name, args.limit)):
                         out.write(json.dumps(row) + "\n")
-    rows = [json.loads(line) for line in args.raw.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in read_run(args.raw).splitlines() if line.strip()]
     print("\n".join(order_table(rows)))
     return 0
 
