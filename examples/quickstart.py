@@ -8,9 +8,10 @@ example for every option of every question (docs/quality.md), and the model's ow
 (``debias="auto"``) and calibration where they are shipped for it. Set OPENAI_API_KEY (and
 optionally OPENAI_BASE_URL, JEV_MODEL) to use your provider instead.
 
-It prints a line at every step: starting the model, measuring its lean (``client.prepare``, once;
-the embedded model's priors are cached in ~/.cache/jev/memory.json, so a second run asks none),
-and each ticket, every answer with how sure the engine is.
+It prints a line at every step: starting the model, getting each question ready (``client.prepare``:
+the model answers the question's own worked examples once, so its habits can be measured and divided
+out; they are kept in ~/.cache/jev, so a second run asks nothing again), and each ticket, every answer
+with how sure the engine is and whether that is sure enough to act on.
 """
 
 from __future__ import annotations
@@ -107,8 +108,8 @@ def sure(p: float, gate: float | None) -> str:
 
 def main() -> None:
     with backend() as (client, model, where):
-        say(f"measuring the model's lean on each question ({where}; debias: one call per example, "
-            "once, then read from the cache) ...")
+        say(f"getting each question ready on {where}: the model answers the question's worked examples once,"
+            " so its habits can be measured and divided out (kept for the next run) ...")
         engine = SystemOneClient(client, model=model)
         cal = engine.calibrator
 
@@ -116,10 +117,11 @@ def main() -> None:
             return cal.threshold(cal.key_for(qid, kind, examples=True)) if cal is not None else None
 
         for qid, question in QUESTIONS.items():
-            with ticking(f"measuring {qid}"):
+            with ticking(f"getting {qid!r} ready"):
                 prep = engine.prepare({qid: question})
-            cached = " (from the cache)" if prep.prior_calls == 0 else ""
-            say(f"  {qid:<8} {prep.calls} calls, {prep.prior_calls} for its lean{cached}, {prep.seconds:.1f} s")
+            how = ("kept from an earlier run" if prep.prior_calls == 0
+                   else f"{prep.prior_calls} of them on its examples")
+            say(f"  {qid:<8} ready: {prep.calls} model calls ({how}), {prep.seconds:.1f} s")
         say()
         for n, ticket in enumerate(TICKETS, 1):
             say(f"ticket {n}/{len(TICKETS)}: {ticket}")
@@ -138,9 +140,10 @@ def main() -> None:
                 f" - {sure(p_spam, gate('spam', 'noul'))}")
             say(f"  cost     {resp.usage.n_calls} calls, {resp.usage.output_tokens} output tokens, "
                 f"{resp.usage.latency_ms / 1000:.1f} s\n")
-        say(f"done in {time.monotonic() - STARTED:.0f} s. p: the engine's probability for its answer (calibrated "
-            "where the model ships a calibration);\nsure / unsure: at or above / below the gate its calibration recommends "
-            "(docs/quality.md); no tested gate: the bench found none it could promise.")
+        say(f"done in {time.monotonic() - STARTED:.0f} s. p: how likely the answer is right, as the engine states it"
+            " (calibrated where the model ships a calibration);\nsure: p reaches the level at which this model's answers"
+            " were right 95% of the time on held-out data (docs/quality.md); unsure: below it, so check the answer"
+            " or let a person decide.")
 
 
 if __name__ == "__main__":
