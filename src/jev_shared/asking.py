@@ -111,14 +111,14 @@ def call(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], ext
     rec, model = ask.record, ask.model
     if stem is None and intent in _OWN_PROMPT:
         stem = zero_shot_stem(ask, messages)
-    prompt = Prompt(model, messages, stem)
+    prompt = Prompt(model, messages, stem, len(ask.prep.examples) if stem is not None else 0)
     while True:
         refused = ask.memory.refused_on((model, surface))
         request = _built(surface, model, messages, fields, extra, ask.options.extra_body, refused)
         request.intent, request.prompt = intent, prompt
         if stem is not None:
             head = messages[:-3] if intent is Intent.REPAIR else messages[:-1]  # the prompt before its state
-            request.twin = partial(_twin, surface, model, head, fields, extra, ask.options.extra_body, refused, stem)
+            request.twin = partial(_twin, surface, model, head, fields, extra, ask.options.extra_body, refused, prompt)
         rec.note("request", request.kwargs)
         rec.usage.n_calls += 1
         rec.surfaces.append(surface)
@@ -148,12 +148,12 @@ def _built(surface: str, model: str, messages: Messages, fields: dict[str, Any],
 
 
 def _twin(surface: str, model: str, head: Messages, fields: dict[str, Any], extra: dict[str, Any],
-          user_extra: dict[str, Any] | None, refused: set[str], stem: str) -> Call:
+          user_extra: dict[str, Any] | None, refused: set[str], of: Prompt) -> Call:
     """A request's content-free twin: its prompt up to the state (the system message, any examples' turns), the
     state ``N/A``, its fields."""
     messages = [*head, {"role": "user", "content": state_block(CONTENT_FREE_STATES[0])}]
     request = _built(surface, model, messages, fields, extra, user_extra, refused)
-    request.intent, request.prompt = Intent.TWIN, Prompt(model, messages, stem)
+    request.intent, request.prompt = Intent.TWIN, Prompt(model, messages, of.stem, of.examples)
     return request
 
 

@@ -109,6 +109,8 @@ class Prompt:
     model: str
     messages: list[dict[str, Any]]
     stem: str | None = None
+    #: How many examples the stem shows before the state (0: zero-shot).
+    examples: int = 0
 
     @cached_property
     def key(self) -> str | None:

@@ -225,7 +225,7 @@ class SlotCache:
             return None
         with self._lock:
             if not _is_twin(call):
-                if keep and call.prompt is not None and len(call.prompt.messages) > 2:
+                if keep and call.prompt is not None and call.prompt.examples:
                     self._restore_after.add(key)
                     return call
                 if keep:
