@@ -237,6 +237,64 @@ def studies(argv: Sequence[str]) -> int:
     return 0
 
 
+def curve_rows(decisions: Sequence[Decision], model: str, sizes: Sequence[int], seeds: int = 3) -> list[str]:
+    """Labels → held-out ECE, log loss and 90% decision sets' coverage: per number of labelled items, pooled over
+    every set and setting with room to judge (``n + 30`` items or more) and ``seeds`` draws of the labels; the
+    calibration ``jev calibrate`` fits (a temperature shrunk by 10) and split-conformal sets on the calibrated
+    labelled answers."""
+    from jev_shared import DecisionSets
+
+    groups: dict[tuple[str, int], list[Decision]] = {}
+    for d in decisions:
+        groups.setdefault((d.set, d.shots), []).append(d)
+    out = ["| labels | fits | judged | ECE (a calibrated model's 90th pct) | log loss | coverage at 0.9 | mean set size | "
+           "coverage per fit judged on 150+ |", "|---|---|---|---|---|---|---|---|"]
+    for n in sizes:
+        judged: list[Record] = []
+        hits = sizes_sum = fits = 0
+        spread: list[float] = []
+        for ds in groups.values():
+            if len(ds) < n + 30:
+                continue
+            base = [Record(r.probabilities, r.label, GLOBAL, r.context) for r in (hf.record(d) for d in ds)]
+            for seed in range(1, seeds + 1):
+                order = list(range(len(ds)))
+                random.Random(seed).shuffle(order)
+                fit_on, rest = [base[i] for i in order[:n]], [base[i] for i in order[n:]]
+                cal = Calibrator.fit(fit_on, min_records=1, shrink=10.0)
+                on = cal.calibrate(fit_on)
+                sets = DecisionSets.fit([r.probabilities for r in on], [r.label for r in on], 0.9)
+                after = cal.calibrate(rest)
+                judged += after
+                fits += 1
+                mine = 0
+                for r in after:
+                    chosen = sets.of(r.probabilities)
+                    mine += r.label in chosen
+                    sizes_sum += len(chosen)
+                hits += mine
+                if len(after) >= 150:
+                    spread.append(mine / len(after))
+        if judged:
+            p90 = hf.ece_noise(judged, 100, (0.9,))[0]
+            out.append(f"| {n} | {fits} | {len(judged)} | {metrics(judged).ece:.3f} ({p90:.3f}) | {_loss(judged):.3f} | "
+                       f"{hits / len(judged):.1%} | {sizes_sum / len(judged):.2f} | "
+                       + (f"{min(spread):.1%}–{max(spread):.1%} ({len(spread)})" if spread else "—") + " |")
+    return out
+
+
+def main_curve(argv: Sequence[str]) -> int:
+    ap = argparse.ArgumentParser(prog="heldout_strength curve", description=curve_rows.__doc__)
+    ap.add_argument("raw", type=Path, nargs="+")
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b")
+    ap.add_argument("--sizes", default="10,20,30,50,100")
+    args = ap.parse_args(argv[1:])
+    hf.MODEL = args.model
+    found, _, _ = load_runs(args.raw, args.model)
+    print("\n".join(curve_rows([d for d in found if d.answered], args.model, [int(x) for x in args.sizes.split(",")])))
+    return 0
+
+
 def main_traffic(argv: Sequence[str]) -> int:
     return studies(argv)
 
@@ -245,7 +303,7 @@ def main_examples_map(argv: Sequence[str]) -> int:
     return studies(argv)
 
 
-SUBCOMMANDS = {"traffic": main_traffic, "examples_map": main_examples_map}
+SUBCOMMANDS = {"traffic": main_traffic, "examples_map": main_examples_map, "curve": main_curve}
 
 
 if __name__ == "__main__":

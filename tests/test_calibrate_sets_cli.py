@@ -60,3 +60,11 @@ def test_calibrate_refuses_a_coverage_outside_0_1(tmp_path, capsys):
         main(["calibrate", str(labelled(tmp_path)), "--out", str(tmp_path / "c.json"), "--coverage", "1.5"])
     assert refused.value.code == 2
     assert "--coverage" in capsys.readouterr().err
+
+
+def test_the_report_says_how_far_one_fits_coverage_strays_and_how_many_labels_tighten_it():
+    from jev_shared.cli.calibrate import spread_line
+
+    line = spread_line(30, 0.9)
+    assert "±5.3% from 90% at n = 30" in line and "68 more labels bring it to ±3%" in line
+    assert spread_line(200, 0.9).endswith("within ±3%")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import secrets
 import sys
 from contextlib import ExitStack
@@ -278,6 +279,7 @@ def _sets(records: list[Record], cal: Calibrator, args: argparse.Namespace, befo
     print(f"decision sets   at {args.coverage:.0%} (held out): coverage {report.coverage:.1%}, mean set size "
           f"{report.mean_size:.2f}, decided alone {report.decided:.1%} (wrong {report.error_decided:.1%} of those)")
     print(boundary(final, args))
+    print(spread_line(min(s.n for s in final.values()), args.coverage))
     if not written(lambda: save_sets(final, args.out), args.out, "--out"):
         return 2
     print(f"                saved in {args.out}: SystemOneClient(..., sets=DecisionSets.load({str(args.out)!r}))")
@@ -298,6 +300,16 @@ def _sets(records: list[Record], cal: Calibrator, args: argparse.Namespace, befo
         return 2
     print(f"wrote {plot} (reliability diagram and set sizes, held out)")
     return 0
+
+
+def spread_line(n: int, coverage: float, within: float = 0.03) -> str:
+    """How far one fit's coverage strays from the target with ``n`` labels (the sets' guarantee is an average over
+    draws of the labels: one standard deviation of a split-conformal fit's coverage is about sqrt(c(1-c)/(n+2))),
+    and how many labels bring that under ``within``."""
+    sd = math.sqrt(coverage * (1 - coverage) / (n + 2))
+    need = math.ceil(coverage * (1 - coverage) / within**2) - 2
+    more = f"{need - n} more labels bring it to ±{within:.0%}" if need > n else f"within ±{within:.0%}"
+    return f"spread          one fit's coverage strays about ±{sd:.1%} from {coverage:.0%} at n = {n}; {more}"
 
 
 def unwritable(path: Path, flag: str) -> str | None:
