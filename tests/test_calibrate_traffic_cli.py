@@ -109,3 +109,24 @@ def test_jev_decide_refuses_a_bad_file_and_a_labelled_run_with_a_file_before_any
     assert main(["decide", "--input", str(inp), "--column", "text", "--label", "label", "--questions", str(questions),
                  "--output", str(tmp_path / "out.jsonl"), "--calibration", str(bad), *dead]) == 2
     assert "--calibration with --label" in capsys.readouterr().err
+
+
+def test_decide_keep_states_then_calibrate_closes_the_loop_with_no_label(local_server, tmp_path, capsys):
+    rows = spam_rows()
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n" for r in rows))
+    _, questions = write(tmp_path, [])
+    log, cal = tmp_path / "log.jsonl", tmp_path / "cal.json"
+    backend = ["--backend-url", local_server.base_url, "--model", local_server.model]
+    assert main(["decide", "--input", str(inp), "--column", "text", "--questions", str(questions), "--output",
+                 str(log), "--keep-states", "--no-progress", *backend]) == 0
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {line["id"]: line["state"] for line in lines} == {r["id"]: r["text"] for r in rows}
+    capsys.readouterr()
+    assert main(["calibrate", str(log), "--questions", str(questions), "--out", str(cal), *backend]) == 0
+    assert f"spam: {len(rows)} states; lean true " in capsys.readouterr().out
+    assert set(Calibrator.load(cal).biases["spam"]) == {"true", "false"}
+    plain = tmp_path / "plain.jsonl"
+    assert main(["decide", "--input", str(inp), "--column", "text", "--questions", str(questions), "--output",
+                 str(plain), "--no-progress", *backend]) == 0
+    assert all("state" not in json.loads(line) for line in plain.read_text().splitlines())  # only when asked

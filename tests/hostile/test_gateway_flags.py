@@ -38,11 +38,11 @@ DECIDE: dict[str, list[str]] = {
     "--output": ["", "{directory}"], "--column": ["", "nope"], "--id-column": [""], "--concurrency": ["0", "-1"],
     "--label": ["", "nope", "team=", "team=id"],
     "--method": ["guess"], "--dry-run": [], "--retry-failed": [], "--review-threshold": ["-0.1", "1.5", NAN],
-    "--review": ["", "{directory}"], "--no-progress": [],
+    "--review": ["", "{directory}"], "--no-progress": [], "--keep-states": [],
     "--calibration": ["", "{missing}", "{not_json}", "{directory}", "{bad_sets}", "{bad_temperature}"],
 }
 #: Flags that take no value: nothing to get wrong.
-SWITCHES = {"--no-cache", "--dry-run", "--retry-failed", "--no-progress"}
+SWITCHES = {"--no-cache", "--dry-run", "--retry-failed", "--no-progress", "--keep-states"}
 TABLES = {"serve": SERVE, "decide": DECIDE}
 QUESTIONS = {"team": {"type": "choice", "instructions": "Which team?", "criteria": {"billing": "pay", "tech": "bugs"}}}
 

@@ -77,6 +77,9 @@ class ItemResult:
     latency_s: float = 0.0
     #: The item's labels, written on its line as ``"labels"`` (only where it has some).
     labels: dict[str, Any] | None = None
+    #: The item's state, written on its line as ``"state"`` where it was kept (``jev decide --keep-states``), so
+    #: ``jev calibrate`` can measure each question's lean over the states a run saw.
+    state: Any = None
 
     @property
     def ok(self) -> bool:
@@ -91,7 +94,8 @@ class ItemResult:
         else:
             dumped = self.response.model_dump(mode="json", exclude={"debug"})
             line = {"id": self.id, "answers": dumped["answers"], "error": None, "usage": dumped["usage"]}
-        return {**line, "labels": self.labels} if self.labels else line
+        line = {**line, "labels": self.labels} if self.labels else line
+        return line if self.state is None else {**line, "state": self.state}
 
 
 @dataclass

@@ -33,7 +33,7 @@ def wanted(numbered: Numbered, args: argparse.Namespace) -> bool:
     if any("probabilities" in row for _, row in numbered):
         return False
     return bool(getattr(args, "traffic", False)) or any(
-        "state" in row and "label" not in row and "answers" not in row for _, row in numbered)
+        "state" in row and "label" not in row and not row.get("labels") for _, row in numbered)
 
 
 def run_traffic(args: argparse.Namespace, numbered: Numbered) -> int:
@@ -67,15 +67,17 @@ def _answered(args: argparse.Namespace, numbered: Numbered) -> tuple[dict[str, l
 
     answers: dict[str, list[dict[str, float]]] = {}
     records: list[Record] = []
-    states = [(n, row) for n, row in numbered if "state" in row and "answers" not in row]
+    states = []
     for n, row in numbered:
         if "answers" in row and row.get("labels"):  # jev decide --label: the model's own answers
             for r in labelled_records(row):
                 answers.setdefault(r.question_id, []).append(r.probabilities)
                 records.append(r)
-        elif (n, row) not in states:
-            raise ValueError(f"{args.labelled}:{n}: the traffic fit reads states (with or without a label) and "
-                             "jev decide --label's lines")
+        elif "state" in row and not ("answers" in row and row.get("error")):  # a state, or jev decide --keep-states
+            states.append((n, {k: v for k, v in row.items() if k in ("state", "label", "question_id")}))
+        elif "answers" not in row:
+            raise ValueError(f"{args.labelled}:{n}: the traffic fit reads states (with or without a label), "
+                             "jev decide --label's lines and jev decide --keep-states' lines")
     if states:
         _answer(args, states, answers, records)
     return answers, records
@@ -97,14 +99,23 @@ def _answer(args: argparse.Namespace, states: Numbered, answers: dict[str, list[
         client = SystemOneClient(sync_client(backend), model=backend.model, api=backend.api, calibrator=None,
                                  memory=memory(args))
         for i, (_, row) in enumerate(states):
-            qid = row.get("question_id", next(iter(questions)))
-            answer = client.system_one(row["state"], {qid: questions[qid]}).answers[qid]
-            record = Record.from_answer(answer, row["label"] if "label" in row else _any_key(answer), qid)
-            answers.setdefault(qid, []).append(record.probabilities)
-            if "label" in row:
-                records.append(record)
+            asked = _asked(row, questions)
+            resp = client.system_one(row["state"], {qid: questions[qid] for qid in asked})
+            for qid in asked:
+                answer = resp.answers[qid]
+                record = Record.from_answer(answer, row["label"] if "label" in row else _any_key(answer), qid)
+                answers.setdefault(qid, []).append(record.probabilities)
+                if "label" in row:
+                    records.append(record)
             print(f"\r{i + 1}/{len(states)} answered", end="", file=sys.stderr)
         print(file=sys.stderr)
+
+
+def _asked(row: Mapping[str, Any], questions: Mapping[str, Any]) -> list[str]:
+    """A state's questions: its ``question_id``; with a label and none, the first; with neither, every one."""
+    if "question_id" in row:
+        return [row["question_id"]]
+    return [next(iter(questions))] if "label" in row else list(questions)
 
 
 def _any_key(answer: Any) -> str | bool:

@@ -45,6 +45,9 @@ def add_batch_args(p: argparse.ArgumentParser) -> None:
                    help="the column (or key) holding each row's true answer, written on its line for jev calibrate: "
                         "an option's name, a level's index, true/false; QUESTION_ID= where there are several "
                         "questions (repeat the flag for each); the answers are then the model's own, uncalibrated")
+    g.add_argument("--keep-states", action="store_true",
+                   help="write each row's state on its line too, so jev calibrate can measure each question's lean "
+                        "over the states this run saw (no label needed); off by default: the log then holds your data")
     g.add_argument("--concurrency", type=positive_int, default=DEFAULT_CONCURRENCY, help="items in flight at once")
     g.add_argument("--method", default=Options.default("method"), choices=Options.choices("method"),
                    help="the engine's readout (auto learns; logprobs pins it for vLLM, SGLang, llama.cpp)")
@@ -199,8 +202,11 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
         try:
             try:
                 log = stack.enter_context(AnswerLog(args.output))
+                states = [item.state for item in todo]  # a result's index is its item's place in todo
                 for result in stream_batch(client, todo, questions, concurrency=args.concurrency, totals=totals,
                                            timeout=args.timeout):
+                    if args.keep_states:
+                        result.state = states[result.index]
                     log.write(result)
                     if bar is not None:
                         bar.set_postfix(failed=sum(totals.failed.values()), refresh=False)
