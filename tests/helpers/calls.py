@@ -38,5 +38,5 @@ def with_turns(messages: list[dict[str, Any]], intent: Intent = Intent.ANSWER, m
 def _with(call: Call, intent: Intent, prompt: Prompt) -> Call:
     call.intent, call.prompt = intent, prompt
     if prompt.stem is not None:
-        call.twin = partial(_twin, CHAT, prompt.model, prompt.messages[0], {}, {}, None, set(), prompt.stem)
+        call.twin = partial(_twin, CHAT, prompt.model, prompt.messages[:1], {}, {}, None, set(), prompt)
     return call
