@@ -18,7 +18,7 @@ from jev_shared.calls import Budget, Call
 from jev_shared.direct import HttpTarget, sdk_client
 from jev_shared.errors import ProviderError
 from jev_shared.local import LocalServer
-from jev_shared.surfaces import CHAT_PATH
+from jev_shared.surfaces.chat import CHAT_PATH
 from jev_shared.transport import RetryPolicy, asend, send
 from tests.helpers import replies as r
 from tests.helpers.server import Loopback

@@ -10,23 +10,26 @@ from typing import Any
 
 import pytest
 
-from jev_shared import Choice, SystemOneClient, registry
+import jev_shared
+from jev_shared import Choice, SystemOneClient
 from jev_shared.backend import describe
 from jev_shared.calls import Call
 from jev_shared.options import Options
-from jev_shared.surfaces import parse_chat
-from jev_shared.wire import Surface
+from jev_shared.surfaces import registry
+from jev_shared.surfaces.chat import parse_chat
+from jev_shared.surfaces.wire import Surface
 
 from .helpers.replies import chat_tokens
 
-ENGINE = Path(registry.__file__).parent
-#: the modules that define or list wires; every other engine module asks the registry
-WIRE_MODULES = {"surfaces.py", "registry.py", "wire.py"}
+ENGINE = Path(jev_shared.__file__).parent
+#: the package that defines and lists the wires; every other engine module asks the registry
+WIRES = ENGINE / "surfaces"
 
 
 def test_no_engine_module_names_a_per_question_surface() -> None:
     named = re.compile(r"\b(CHAT|RESPONSES|MESSAGES)\b|surface == \"")
-    offenders = [p.name for p in ENGINE.glob("*.py") if p.name not in WIRE_MODULES and named.search(p.read_text())]
+    offenders = [str(p.relative_to(ENGINE)) for p in ENGINE.rglob("*.py")
+                 if WIRES not in p.parents and named.search(p.read_text())]
     assert offenders == []
 
 

@@ -19,7 +19,7 @@ from jev_shared.backend import Backend, describe
 from jev_shared.errors import ClientCapabilityError
 from jev_shared.exact import EXACT_BIAS, EXACT_SOURCE
 from jev_shared.served import attach, for_server, server_tokenizer
-from jev_shared.surface_sglang import exact_request
+from jev_shared.surfaces.sglang import exact_request
 from tests.helpers.served import WORDS, FakeModel, ServedStub, served_client
 
 

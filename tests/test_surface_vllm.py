@@ -14,7 +14,7 @@ import pytest
 
 from jev_shared import Choice, Noul, Score, SystemOneClient
 from jev_shared.exact import EXACT_SOURCE
-from jev_shared.surface_vllm import MAX_TOKEN_IDS, exact_request
+from jev_shared.surfaces.vllm import MAX_TOKEN_IDS, exact_request
 from tests.helpers.served import WORDS, FakeModel, ServedStub, served_client
 
 

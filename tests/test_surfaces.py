@@ -23,7 +23,7 @@ from jev_shared import (
     SystemOneClient,
     UnsupportedMethodError,
 )
-from jev_shared.surfaces import fold_bounds
+from jev_shared.surfaces.messages import fold_bounds
 from tests.scenarios import scenarios
 
 QUESTIONS = {

@@ -21,9 +21,9 @@ from .options import Options
 from .prompt import state_block
 from .questions import Prepared
 from .record import Record
-from .registry import build_call, fallback_of, parse_reply
-from .surfaces import check_refusal, strip_fields
-from .wire import Parsed
+from .surfaces.common import check_refusal, strip_fields
+from .surfaces.registry import build_call, fallback_of, parse_reply
+from .surfaces.wire import Parsed
 
 T = TypeVar("T")
 Messages = list[dict[str, Any]]

@@ -33,7 +33,7 @@ from .planning import CallOptions, Plan, Planner
 from .preparation import PREPARE_STATE, Preparation
 from .questions import Choice, Noul, Score
 from .redact import remember_secrets
-from .registry import SURFACES, has_path, speaks
+from .surfaces.registry import SURFACES, has_path, speaks
 
 
 class _ClientCore:

@@ -40,7 +40,7 @@ EXACT_EXTRA: dict[str, Any] = {"post_sampling_probs": True, "top_k": 0, "min_p":
 #: Most answer-word tokens one exact read asks for (255 options × their spellings stay far below).
 MAX_EXACT_TOKENS = 2048
 #: The fields that carry an exact read on some server (llama.cpp's; vLLM's ``logprob_token_ids``,
-#: surface_vllm.py): one the server refused was dropped and the window read in its place (asking.py).
+#: surfaces/vllm.py): one the server refused was dropped and the window read in its place (asking.py).
 EXACT_FIELDS = frozenset({"logit_bias", "post_sampling_probs", "logprob_token_ids"})
 
 

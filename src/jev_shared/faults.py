@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import LabelReadoutError, ProviderError
-from .registry import SURFACES
+from .surfaces.registry import SURFACES
 
 #: Fields a token method cannot do without: refusing one refuses the readout, not an option.
 READOUT_FIELDS = ("logprobs", "top_logprobs", "include", "grammar")

@@ -30,9 +30,9 @@ from .prompt import render, symbols_of
 from .questions import MAX_SINGLE_TOKEN_LABELS
 from .readon import CONTINUATION_DEPTH, continue_read, read_on, read_on_lead
 from .readout import divide_prior, humble, read_labels
-from .registry import SURFACES, fallback_of
-from .surfaces import check_complete
-from .wire import Parsed
+from .surfaces.common import check_complete
+from .surfaces.registry import SURFACES, fallback_of
+from .surfaces.wire import Parsed
 
 
 def answer(ask: Ask) -> Flow[Answer]:
@@ -142,7 +142,7 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
     def repairable(exc: Exception) -> bool:
         return isinstance(exc, LabelReadoutError) and not exc.provider_cannot and not isinstance(exc, AmbiguousNamesError)
 
-    def exact_now() -> bool:  # a refused exact field was dropped and the window read (surface_vllm.py)
+    def exact_now() -> bool:  # a refused exact field was dropped and the window read (surfaces/vllm.py)
         return exact and still_exact(exact, ask.memory.refused_on((ask.model, rec.surfaces[-1])))
 
     repair = f"Reply with exactly one of these labels and nothing else: {', '.join(symbols)}."

@@ -23,8 +23,8 @@ from .options import Options
 from .prompt import render_state
 from .questions import Prepared
 from .record import Record
-from .registry import SURFACES
 from .states import is_chat
+from .surfaces.registry import SURFACES
 
 
 def systemone_client() -> Any:

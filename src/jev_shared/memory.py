@@ -28,7 +28,7 @@ from typing import Any
 
 from .backend import Backend, fingerprint
 from .files import FileReadError, caching_off, file_lock, memory_file, read_text, write_atomic
-from .registry import first_with
+from .surfaces.registry import first_with
 
 Key = tuple[str, str]  # (model, surface)
 VERSION = 1

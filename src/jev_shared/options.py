@@ -18,7 +18,7 @@ from .errors import InvalidQuestionError, UnsupportedMethodError
 from .methods import METHODS, MethodConfig
 from .prompt import LAYOUTS
 from .questions import Example
-from .registry import APIS, HOSTED
+from .surfaces.registry import APIS, HOSTED
 from .transport import RetryPolicy
 
 Method = Literal["auto", "logprobs", "grammar", "structured", "discrete"]
@@ -49,7 +49,7 @@ class Options:
     mode: Mode = "system1"
     #: mode="auto" escalates an answer whose confidence is below this
     auto_threshold: float = 0.7
-    #: the wire: "auto" or a registered surface (:data:`~jev_shared.registry.APIS`: chat_completions, responses,
+    #: the wire: "auto" or a registered surface (:data:`~jev_shared.surfaces.registry.APIS`: chat_completions, responses,
     #: messages, the served engines', systemone, decisions)
     api: str = "auto"
     #: peak ((n·p_max − 1)/(n − 1), the hosted API's) | entropy (1 − H/ln n)

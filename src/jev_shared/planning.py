@@ -38,7 +38,7 @@ from .options import Options, check_timeout
 from .preparation import PREPARE_STATE, preview_calls
 from .questions import Prepared, prepare_questions
 from .record import Record, assemble, hosted_records
-from .registry import SURFACES
+from .surfaces.registry import SURFACES
 
 T = TypeVar("T")
 #: The most option sets one planner keeps (each a call's own values: a client sees few).

@@ -21,7 +21,7 @@ from .prompt import render, symbols_of
 from .questions import Prepared, example_key
 from .readon import continue_read
 from .readout import PRIOR_FLOOR, divide_prior, read_labels, softmax_labels, split_shared
-from .registry import SURFACES
+from .surfaces.registry import SURFACES
 
 #: debias=True asks each prompt about these states once (Zhao et al. 2021, "Calibrate Before Use").
 CONTENT_FREE = CONTENT_FREE_STATES

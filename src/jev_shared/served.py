@@ -19,8 +19,8 @@ from . import backend
 from .backend import Backend
 from .calls import planning_time_left
 from .errors import ClientCapabilityError
-from .surface_sglang import SGLANG
-from .surface_vllm import VLLM
+from .surfaces.sglang import SGLANG
+from .surfaces.vllm import VLLM
 
 #: The served engines whose surfaces read the labels' own token ids.
 SERVED = (VLLM, SGLANG)
@@ -49,7 +49,7 @@ def server_tokenizer(client: Any) -> Callable[[str], list[int]]:
 
 def for_server(client: Any, api: str) -> Any:
     """``client`` (an openai SDK client at a vLLM or SGLang server) set up for ``api``: its surfaces, its
-    server's tokenizer, and the labels' own tokens read (the surface says how: surface_vllm, surface_sglang)."""
+    server's tokenizer, and the labels' own tokens read (the surface says how: surfaces/vllm.py, surfaces/sglang.py)."""
     if api not in SERVED:
         raise ClientCapabilityError(f"api={api!r} is not a served engine; use one of {list(SERVED)}")
     known = Backend.of(client)

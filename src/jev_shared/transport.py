@@ -27,7 +27,7 @@ from .backend import Backend
 from .calls import NO_BUDGET, Budget, Call, Reply
 from .errors import JevError, MalformedReplyError, ProviderError
 from .redact import client_secrets, redact, redact_text
-from .registry import ROUTES
+from .surfaces.registry import ROUTES
 
 TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 MAX_RETRY_AFTER_S = 60.0

@@ -12,7 +12,7 @@ from typing import Any
 from jev_shared.asking import _twin, intent_of
 from jev_shared.calls import Call, Intent, Prompt
 from jev_shared.prompt import state_block
-from jev_shared.surfaces import CHAT, chat_call
+from jev_shared.surfaces.chat import CHAT, chat_call
 
 RULES = "rules and a question"
 

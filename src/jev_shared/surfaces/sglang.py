@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .calls import Call
-from .exact import EXACT_EXTRA, is_exact
-from .surfaces import CHAT_PATH, chat_call, parse_chat
+from ..calls import Call
+from ..exact import EXACT_EXTRA, is_exact
+from .chat import CHAT_PATH, chat_call, parse_chat
 from .wire import Surface
 
 SGLANG = "sglang"

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .calls import Call
-from .exact import is_exact, window_only
-from .surfaces import CHAT_PATH, chat_call, parse_chat
+from ..calls import Call
+from ..exact import is_exact, window_only
+from .chat import CHAT_PATH, chat_call, parse_chat
 from .wire import Surface
 
 VLLM = "vllm"

@@ -1,4 +1,4 @@
-"""The surface registry: every wire the engine speaks, one line each (see :mod:`wire` for what a line holds).
+"""The surface registry: every wire the engine speaks, one line each (see :mod:`.wire` for what a line holds).
 
 Adding a wire is one module that builds a :class:`~jev_shared.wire.Surface` and one line in ``_WIRES``; the
 flows, the memory, the transport and the options ask the registry, never a surface by name. Order matters
@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .calls import Call
-from .errors import MalformedReplyError
-from .surface_sglang import SGLANG_SURFACE
-from .surface_vllm import VLLM_SURFACE
-from .surfaces import CHAT_SURFACE, MESSAGES_SURFACE, RESPONSES_SURFACE, check_types
+from ..calls import Call
+from ..errors import MalformedReplyError
+from .chat import CHAT_SURFACE
+from .common import check_types
+from .messages import MESSAGES_SURFACE
+from .responses import RESPONSES_SURFACE
+from .sglang import SGLANG_SURFACE
+from .vllm import VLLM_SURFACE
 from .wire import Parsed, Surface
 
 _WIRES: tuple[Surface, ...] = (
