@@ -66,3 +66,31 @@ def test_reversing_the_users_options_moves_nothing_when_both_orders_are_read(loc
     assert one.answers["spam"].noul == pytest.approx(once.answers["spam"].noul, abs=0.05)  # a noul is asked once
     assert one.usage.n_calls == once.usage.n_calls + 1  # one more call: the choice reversed
     assert set(one.debug["orders"]) == {"team"}
+
+
+def test_the_gateway_builds_its_engine_clients_with_the_order_it_was_started_with():
+    from jev_shared.gateway.config import Backend, GatewayConfig
+    from jev_shared.gateway.engines import EnginePool
+
+    for order in ("listed", "both"):
+        pool = EnginePool(GatewayConfig(backends={"m": Backend("http://127.0.0.1:9/v1", "m")}, cache=False,
+                                        order=order))
+        assert pool.get("m").options.order == order
+
+
+@pytest.mark.live
+def test_jev_decide_order_both_asks_each_choice_twice_and_answers_as_the_library(local_server, capsys):
+    import json
+
+    from jev_shared.cli import main
+
+    questions = json.dumps({"team": {"type": "choice", "instructions": "Which team?", "criteria": TEAM}})
+    state = "The app crashes when I open settings."
+    backend = ["--backend-url", local_server.base_url, "--model", local_server.model]
+    counts = {}
+    for order in ("listed", "both"):
+        assert main(["decide", "--state", state, "--questions", questions, "--order", order, *backend]) == 0
+        out = json.loads(capsys.readouterr().out)
+        counts[order] = out["usage"]["n_calls"]
+        assert set(out["answers"]["team"]["probabilities"]) == set(TEAM)
+    assert counts["both"] == counts["listed"] + 1

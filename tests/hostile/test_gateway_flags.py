@@ -27,7 +27,7 @@ SERVE: dict[str, list[str]] = {
     "--max-in-flight": ["0"], "--max-calls-per-key": ["0"], "--max-connections": ["0", "-3"],
     "--body-timeout": ["0", INF], "--keep-alive-timeout": [NAN, "-1"], "--timeout": ["-5", NAN, INF],
     "--layout": ["sideways"], "--max-concurrency": ["0"], "--max-retries": ["-1", NAN],
-    "--method": ["guess"], "--warm": ["", "{missing}", "{not_json}"],
+    "--method": ["guess"], "--order": ["", "shuffled"], "--warm": ["", "{missing}", "{not_json}"],
     "--calibration": ["", "{missing}", "{not_json}", "{directory}", "{bad_sets}", "{bad_temperature}"],
     "--workers": ["0", "-2"], "--log-level": ["loud"],
 }
@@ -37,7 +37,7 @@ DECIDE: dict[str, list[str]] = {
     "--layout": ["sideways"], "--timeout": ["0", "-1", NAN, INF], "--input": ["", "{missing}"],
     "--output": ["", "{directory}"], "--column": ["", "nope"], "--id-column": [""], "--concurrency": ["0", "-1"],
     "--label": ["", "nope", "team=", "team=id"],
-    "--method": ["guess"], "--dry-run": [], "--retry-failed": [], "--review-threshold": ["-0.1", "1.5", NAN],
+    "--method": ["guess"], "--order": ["", "shuffled"], "--dry-run": [], "--retry-failed": [], "--review-threshold": ["-0.1", "1.5", NAN],
     "--review": ["", "{directory}"], "--no-progress": [], "--keep-states": [],
     "--calibration": ["", "{missing}", "{not_json}", "{directory}", "{bad_sets}", "{bad_temperature}"],
 }

@@ -26,6 +26,9 @@ def add_decide(sub: Any) -> None:
     p.add_argument("--layout", default="state_last", choices=Options.choices("layout"),
                    help="where the state goes in the prompt")
     p.add_argument("--timeout", type=seconds, default=None, help="the call's total timeout (seconds)")
+    p.add_argument("--order", default=Options.default("order"), choices=Options.choices("order"),
+                   help="listed: each choice asked once; both: also with its options reversed, the two readings "
+                        "combined (one more call per choice)")
     add_calibration_arg(p)
     add_batch_args(p)
 
@@ -54,7 +57,7 @@ def run_decide(args: argparse.Namespace) -> int:
         backend = next(iter(backends(args, stack).values()))
         client = SystemOneClient(sync_client(backend),
                                  model=backend.model, api=backend.api, layout=args.layout, memory=memory(args),
-                                 **calibration)
+                                 order=args.order, **calibration)
         try:
             resp = client.system_one(state, questions, timeout=args.timeout)
         except JevError as exc:

@@ -192,7 +192,7 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
     with ExitStack() as stack:
         backend = next(iter(backends(args, stack).values()))
         client = SystemOneClient(sync_client(backend),  # labelled: the model's own answers, for jev calibrate to fit
-                                 model=backend.model, api=backend.api, layout=args.layout, method=args.method,
+                                 model=backend.model, api=backend.api, layout=args.layout, method=args.method, order=args.order,
                                  memory=memory(args), **({"calibrator": None} if args.label else {}),
                                  **args.calibration_kwargs)
         prepared = client.prepare(questions)  # the one-time costs, before the bar, so its rate is the run's

@@ -51,6 +51,9 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--max-retries", type=count, default=D.max_retries, help="engine retries of transient backend faults")
     p.add_argument("--method", default=Options.default("method"), choices=Options.choices("method"),
                    help="the engine's readout (auto: logprobs where the backend returns them)")
+    p.add_argument("--order", default=Options.default("order"), choices=Options.choices("order"),
+                   help="listed: each choice asked once; both: also with its options reversed, the two readings "
+                        "combined, so the options' order cannot move the answer (one more call per choice)")
     p.add_argument("--warm", metavar="QUESTIONS", type=text,
                    help="questions (a JSON file or object) to prepare at start-up: every one-time cost paid before "
                         "/healthz says ready")
@@ -73,7 +76,7 @@ def _config(args: argparse.Namespace, keys: frozenset[str], warm: Any, stack: Ex
         body_timeout_s=args.body_timeout, keep_alive_s=args.keep_alive_timeout,
         allowed_hosts=frozenset(args.allowed_host), default_timeout_s=args.timeout, layout=args.layout,
         max_concurrency=args.max_concurrency, max_retries=args.max_retries, method=args.method,
-        cache=not args.no_cache, warm=warm, calibration=calibration)
+        order=args.order, cache=not args.no_cache, warm=warm, calibration=calibration)
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -103,6 +103,8 @@ class GatewayConfig:
     #: The engine's readout. "auto" learns per model (logprobs, else structured JSON) and remembers;
     #: "logprobs" pins it for backends known to return logprobs (vLLM, SGLang, llama.cpp).
     method: str = "auto"
+    #: "both": each choice also asked with its options reversed, the readings combined (the engine's ``order``).
+    order: str = "listed"
     #: Engine defaults per request; a request's own options override them.
     layout: str = "state_last"
     max_concurrency: int = 8

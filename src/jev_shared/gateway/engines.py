@@ -80,7 +80,7 @@ class EnginePool:
         return AsyncSystemOneClient(http, model=backend.model, api=backend.api, method=self.config.method,
                                     layout=self.config.layout, max_concurrency=self.config.max_concurrency,
                                     top_logprobs=self.config.top_logprobs, max_retries=self.config.max_retries,
-                                    memory=self.memory, calibrator=calibrator)
+                                    memory=self.memory, calibrator=calibrator, order=self.config.order)
 
     def _evict(self, model: str) -> None:
         twins = [k for k in self._clients if k[0] == model and k[1] is not None]
