@@ -33,6 +33,7 @@ CASSETTES = ROOT / "cassettes"
 SCRUB_REQUEST = ["authorization", "api-key", "x-api-key", "openai-organization", "openai-project", "cookie"]
 SCRUB_RESPONSE = {"set-cookie", "openai-organization", "openai-project", "x-request-id", "cf-ray", "request-id"}
 
+
 def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
     response["headers"] = {k: v for k, v in response["headers"].items() if k.lower() not in SCRUB_RESPONSE}
     return response

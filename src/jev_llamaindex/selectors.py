@@ -250,7 +250,6 @@ class JevMultiSelector(_JevSelector):
         return probs, confidence, multi_pick(keys, probs, threshold=self.threshold, max_outputs=self.max_outputs,
                                              allow_empty=self.allow_empty, what=what)
 
-
     def _set_pick(self, keys: list[str], probs: dict[str, float]) -> Pick:
         """The answer's decision set as the selection (capped at ``max_outputs``)."""
         assert self.sets is not None

@@ -39,6 +39,8 @@ class KeptPrompts(Protocol):
               firsts: list[Call] | None = None) -> Callable[[Call], Awaitable[Reply]]: ...
 
     def settle(self) -> None: ...
+
+
 _ATTACHED: weakref.WeakKeyDictionary[Any, Backend] = weakref.WeakKeyDictionary()
 #: where a client that takes no weak reference (a SimpleNamespace) keeps its value, in its own __dict__
 _SLOT = "__jev_backend__"
@@ -122,8 +124,6 @@ def attach(client: Any, backend: Backend) -> Any:
         except TypeError:
             vars(key)[_SLOT] = backend
     return client
-
-
 
 
 def describe(client: Any, **changes: Any) -> Any:

@@ -159,9 +159,6 @@ def _judge(probs: Sequence[float], ys: Sequence[bool], allow: float, block: floa
             sum(blocked) / max(len(blocked), 1))
 
 
-
-
-
 def band_for(labelled: Sequence[tuple[Answer | Probabilities, Truth]] | None, max_error: float | None,
              ask_rate: float | None) -> Band | None:
     """A door's band from its ``labelled=`` (pairs of answer or P(true), truth) and its target; None when
@@ -176,4 +173,6 @@ def band_for(labelled: Sequence[tuple[Answer | Probabilities, Truth]] | None, ma
     if not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
         raise ValueError("labelled: expected (answer or P(true), truth) pairs")
     return Band.fit([a for a, _ in pairs], [t for _, t in pairs], max_error=max_error, ask_rate=ask_rate)
+
+
 __all__ = ["Band", "Outcome", "band_for"]

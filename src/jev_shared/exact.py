@@ -108,7 +108,6 @@ def _candidates(logprobs: Any) -> list[tuple[str, int]]:
     return out
 
 
-
 def exact_fields(ids: Sequence[int]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(standard fields, extra_body fields) that read exactly these tokens' probabilities."""
     fields = {"temperature": 1.0, "top_p": 1.0, "seed": 0, "top_logprobs": len(ids),

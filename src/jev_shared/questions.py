@@ -23,6 +23,7 @@ MAX_SINGLE_TOKEN_LABELS = 26
 #: Methods that read one label token, so they cannot tell "AA" from "A".
 TOKEN_METHODS = frozenset({"logprobs", "grammar"})
 
+
 class Example(BaseModel):
     """A worked example: a state and the answer the model should give for it."""
 
@@ -103,7 +104,6 @@ class Prepared:
     @property
     def kind(self) -> str:
         return self.question.type
-
 
 
 def _coerce(qid: str, raw: Any) -> Choice | Score | Noul:

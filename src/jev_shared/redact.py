@@ -43,6 +43,8 @@ def _secrets_first_longest(secrets: tuple[str, ...]) -> tuple[str, ...]:
     if not extra:
         return known
     return tuple(sorted({*known, *extra}, key=len, reverse=True))  # "user:password" before "password"
+
+
 #: Keys that look secret but carry none (token counts, logprob tokens).
 _SAFE = {"token", "max_tokens", "prompt_tokens", "completion_tokens", "total_tokens", "input_tokens",
          "output_tokens", "cached_tokens", "reasoning_tokens", "max_output_tokens", "top_logprobs"}
@@ -81,6 +83,8 @@ def redact(value: Any, secrets: tuple[str, ...] = ()) -> Any:
     if isinstance(value, str):
         return redact_text(value, secrets)
     return value
+
+
 #: Header names whose values carry no credential (the SDKs' own platform headers start ``x-stainless-``).
 PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "connection", "content-type", "user-agent"})
 

@@ -27,6 +27,7 @@ def _collect_before_each_test():
     gc.collect()
     yield
 
+
 #: Built at run time: no key-shaped literal in the tests.
 KEY = "gw-" + secrets.token_hex(16)
 MODEL = "stub-model"

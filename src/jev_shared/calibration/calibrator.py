@@ -83,6 +83,7 @@ class Calibrator:
         records = list(records)
         if not records:
             raise ValueError("calibration needs at least one labelled record")
+
         def temperature(group: list[Record]) -> float:
             return fit_temperature_toward(group, 1.0, shrink) if shrink > 0 else fit_temperature(group)
 

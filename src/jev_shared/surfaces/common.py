@@ -76,8 +76,6 @@ def _check_logprob(entry: dict[str, Any]) -> None:
         raise TypeError(f"logprob {lp!r} is not a number")
 
 
-
-
 def check_refusal(p: Parsed) -> None:
     """A refusal or a content filter is the model declining: never parsed, never retried."""
     if p.refusal:
