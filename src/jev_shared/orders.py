@@ -22,6 +22,8 @@ from .questions import Choice
 def reversed_question(question: Any) -> Any | None:
     """The choice with its options, and its own examples, in reverse order; None where it is no choice of two or
     more options (a noul, a score, or anything the planner will refuse: it is asked once and judged there)."""
+    criteria: Any
+    examples: Any
     if isinstance(question, Choice):
         criteria, examples = question.criteria, question.examples
     elif isinstance(question, Mapping) and question.get("type") == "choice":
@@ -30,7 +32,7 @@ def reversed_question(question: Any) -> Any | None:
         return None
     if not isinstance(criteria, Mapping) or len(criteria) < 2:
         return None
-    update = {"criteria": dict(reversed(list(criteria.items())))}
+    update: dict[str, Any] = {"criteria": dict(reversed(list(criteria.items())))}
     if isinstance(examples, list) and len(examples) > 1:
         update["examples"] = list(reversed(examples))
     return question.model_copy(update=update) if isinstance(question, Choice) else {**question, **update}

@@ -84,9 +84,9 @@ def non_finite(data: Any, path: Path = ()) -> Path | None:
 def line_of(text: str, path: Path) -> int | None:
     """The line (from 1) where the value at ``path`` starts in the JSON ``text``; None where it is not found."""
     try:
-        at = _skip(text, 0)
+        at: int | None = _skip(text, 0)
         for step in path:
-            at = _member(text, at, step)
+            at = _member(text, at, step) if at is not None else None
             if at is None:
                 return None
     except (ValueError, IndexError):

@@ -191,10 +191,10 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
 
     with ExitStack() as stack:
         backend = next(iter(backends(args, stack).values()))
-        client = SystemOneClient(sync_client(backend),  # labelled: the model's own answers, for jev calibrate to fit
-                                 model=backend.model, api=backend.api, layout=args.layout, method=args.method, order=args.order,
-                                 memory=memory(args), **({"calibrator": None} if args.label else {}),
-                                 **args.calibration_kwargs)
+        # labelled: the model's own answers, for jev calibrate to fit; else --calibration's file, or the shipped one
+        calibration: dict[str, Any] = {"calibrator": None} if args.label else args.calibration_kwargs
+        client = SystemOneClient(sync_client(backend), model=backend.model, api=backend.api, layout=args.layout,
+                                 method=args.method, order=args.order, memory=memory(args), **calibration)
         prepared = client.prepare(questions)  # the one-time costs, before the bar, so its rate is the run's
         print(f"jev decide: {prepared}", file=sys.stderr, flush=True)
         totals.started = time.perf_counter()  # decisions/s counts the run, not the start-up and preparation

@@ -258,7 +258,7 @@ def engine_ids(req: DecisionsRequest, cal: Calibration | None = None) -> list[st
     fitted = cal.calibrator.fitted_keys() if cal is not None and cal.calibrator is not None else frozenset()
     names = [q.name for q in req.questions]
     for i, name in enumerate(names):
-        if name in fitted and names.count(name) == 1 and name not in ids:
+        if name is not None and name in fitted and names.count(name) == 1 and name not in ids:
             ids[i] = name
     return ids
 
