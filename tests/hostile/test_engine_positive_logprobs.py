@@ -29,6 +29,7 @@ def test_logprobs_above_zero_are_a_provider_fault_not_a_distribution(question):
 
 
 def test_a_gate_on_logprobs_above_zero_stays_shut():
+    pytest.importorskip("langchain_core")  # the langchain extra: the first pass of scripts/test.sh --full
     from jev_langchain import JevGate
     from jev_langchain.errors import GateBlocked
 
