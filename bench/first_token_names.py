@@ -78,6 +78,7 @@ def main() -> None:
     p.add_argument("--limit", type=int, default=30, help="items a set (plus the first, which pays the prior)")
     p.add_argument("--shots", type=int, default=0, help="1: one example per option")
     p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--variants", default=",".join(VARIANTS), help="which of: " + ", ".join(VARIANTS))
     args = p.parse_args()
     sets = load_sets()
     print("| set | options | variant | right | calls/decision | output tokens | p50 | first answer's calls | "
@@ -85,7 +86,7 @@ def main() -> None:
     with LocalServer(args.model, prompt_cache=False) as srv:
         for name in args.sets.split(","):
             meta, items = sets[name], load_items(name, args.limit + 1)
-            for variant in VARIANTS:
+            for variant in args.variants.split(","):
                 load, t = os.getloadavg()[0], time.perf_counter()
                 r = run(srv, variant, meta, items, args.shots)
                 print(f"| {name} | {r['options']} | {variant} | {r['right']}/{r['n']} | {r['calls']:.2f} | "

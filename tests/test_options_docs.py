@@ -26,7 +26,7 @@ from .test_options_choices import APP_DEFAULTS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 #: Set per call by the client itself, never by a user: not documented as options.
-INTERNAL = {"token_ids", "token_paths"}
+INTERNAL = {"token_ids", "token_paths", "token_texts"}
 #: The engine options the applications take from ``Options`` (flag dest -> option).
 APP_OPTIONS = {"method": "method", "layout": "layout", "backend_api": "api", "max_concurrency": "max_concurrency",
                "top_logprobs": "top_logprobs", "max_retries": "max_retries"}

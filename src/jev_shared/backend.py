@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from .calls import Call, Reply
 
 Tokenize = Callable[[str], list[int]]
+#: ``text -> (id, text of that token)`` pairs, by the server's own tokenizer (llama.cpp's ``with_pieces``)
+Pieces = Callable[[str], list[tuple[int, str]]]
 
 
 class KeptPrompts(Protocol):
@@ -62,6 +64,9 @@ class Backend:
     surfaces: tuple[str, ...] | None = None
     #: the server's own tokenizer (``text -> ids``), for token counts and the exact readout
     tokenize: Tokenize | None = None
+    #: the same tokenizer with each token's text, so a prefix every remaining name shares is known without a call
+    #: (readon.py); None: each shared token is read by a call
+    pieces: Pieces | None = None
     #: the server's kept prompts (a :class:`~jev_shared.local.slots.SlotCache`), or None
     slots: KeptPrompts | None = None
     #: cache policy: learn into the per-user memory file (``Memory.user_cache()``) rather than a fresh memory
@@ -131,4 +136,4 @@ def describe(client: Any, **changes: Any) -> Any:
     return attach(client, dataclasses.replace(Backend.of(client), **changes))
 
 
-__all__ = ["Backend", "KeptPrompts", "Tokenize", "attach", "describe", "fingerprint"]
+__all__ = ["Backend", "KeptPrompts", "Pieces", "Tokenize", "attach", "describe", "fingerprint"]

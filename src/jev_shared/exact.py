@@ -130,6 +130,21 @@ def next_ids(group: Sequence[str], prefix_ids: tuple[int, ...] | None,
     return sorted(set(out))
 
 
+def forced(group: Sequence[str], prefix_ids: tuple[int, ...] | None, paths: Mapping[str, tuple[int, ...]] | None,
+           texts: Mapping[str, tuple[str, ...]] | None) -> tuple[tuple[int, ...], str]:
+    """The tokens every name of ``group`` goes on with after ``prefix_ids`` (``balance`` → ``_not_updated_after``
+    for ``balance_not_updated_after_bank_transfer`` / ``_cheque_or_cash_deposit``), with their text: an exact read
+    of one token is certain (the bias leaves it alone), so it is prefilled, not asked. ``((), "")`` where the
+    next token already parts the names, or their texts are unknown."""
+    if not prefix_ids or not texts or not group or group[0] not in texts:
+        return (), ""
+    spelled, ids, text = texts[group[0]], list(prefix_ids), ""
+    while (nxt := next_ids(group, tuple(ids), paths)) is not None and len(nxt) == 1 and len(ids) < len(spelled):
+        text += spelled[len(ids)]
+        ids.append(nxt[0])
+    return tuple(ids[len(prefix_ids):]), text
+
+
 def is_exact(fields: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
     return "logit_bias" in fields and bool(extra.get("post_sampling_probs"))
 
@@ -185,15 +200,20 @@ class TokenTable:
     single token: "Insect" starts with "In", the way a reply that is no answer starts too ("In the
     text..."), and biasing it would read that start as an option."""
 
-    def __init__(self, tokenize: Callable[[str], Iterable[int]]) -> None:
+    def __init__(self, tokenize: Callable[[str], Iterable[int]],
+                 pieces: Callable[[str], Iterable[tuple[int, str]]] | None = None) -> None:
         self._tokenize = tokenize
+        self._pieces = pieces
         #: spelling → its token ids (empty where it tokenises to nothing)
         self._known: dict[str, tuple[int, ...]] = {}
+        #: word → its tokens' texts, where they spell it exactly (None where they do not, or are unknown)
+        self._texts: dict[str, tuple[str, ...] | None] = {}
 
     @classmethod
-    def of(cls, exact_readout: bool, tokenize: Callable[[str], Iterable[int]] | None) -> TokenTable | None:
+    def of(cls, exact_readout: bool, tokenize: Callable[[str], Iterable[int]] | None,
+           pieces: Callable[[str], Iterable[tuple[int, str]]] | None = None) -> TokenTable | None:
         """A table for a backend whose server reads tokens exactly (``Backend.exact_readout``), else None."""
-        return cls(tokenize) if tokenize is not None and exact_readout else None
+        return cls(tokenize, pieces) if tokenize is not None and exact_readout else None
 
     def ids(self, words: Iterable[str]) -> dict[str, int] | None:
         """The kept spellings of ``words`` → their first token ids; None when the tokenizer fails."""
@@ -215,6 +235,28 @@ class TokenTable:
             if tokens:
                 out[word] = tokens
         return out
+
+    def texts(self, words: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """Each word as given → the texts of its tokens (those of :meth:`paths`), where the tokens spell the word
+        exactly: a prefix every remaining name shares is then prefilled without a call (readon.py)."""
+        out = {}
+        for word in words:
+            if word not in self._texts:
+                self._texts[word] = self._spelled(word)
+            found = self._texts[word]
+            if found is not None:
+                out[word] = found
+        return out
+
+    def _spelled(self, word: str) -> tuple[str, ...] | None:
+        if self._pieces is None:
+            return None
+        try:
+            pairs = [(int(i), str(t)) for i, t in self._pieces(word)]
+        except Exception:  # noqa: BLE001 - no texts: each shared token is read by a call, as without them
+            return None
+        ids, texts = tuple(i for i, _ in pairs), tuple(t for _, t in pairs)
+        return texts if "".join(texts) == word and ids == self._tokens(word) else None
 
     def _tokens(self, spelled: str) -> tuple[int, ...] | None:
         if spelled not in self._known:

@@ -95,6 +95,8 @@ class Options:
     token_ids: Mapping[str, int] | None = None
     #: With ``token_ids``: each answer word's own token ids, so a shared prefix is read on exactly too.
     token_paths: Mapping[str, tuple[int, ...]] | None = None
+    #: With ``token_paths``: the texts of those tokens, where the server's tokenizer gives them.
+    token_texts: Mapping[str, tuple[str, ...]] | None = None
 
     def __post_init__(self) -> None:
         check_choice("method", self.method, METHODS)

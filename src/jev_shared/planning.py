@@ -113,7 +113,7 @@ class Planner:
         #: when the call is finished.
         self.slots = backend.slots
         #: Where the server reads the labels' own tokens (LocalServer's llama.cpp): their ids, asked once (exact.py).
-        self.token_table = TokenTable.of(backend.exact_readout, self.tokenize)
+        self.token_table = TokenTable.of(backend.exact_readout, self.tokenize, backend.pieces)
         self._checked_aliases: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...] | None] = {}
         #: Applied to every answer: "auto" is the calibration shipped for the model (the embedded default
         #: has one), None none; the router, gate, guard and selectors take it through the client.
@@ -222,7 +222,10 @@ class Planner:
             return opts
         words = [w for p in preps for w in answer_words(p, opts.labels)]
         ids = self.token_table.ids(words)
-        return opts.evolved(token_ids=ids, token_paths=self.token_table.paths(words)) if ids else opts
+        if not ids:
+            return opts
+        return opts.evolved(token_ids=ids, token_paths=self.token_table.paths(words),
+                            token_texts=self.token_table.texts(words))
 
     def _with_checked_aliases(self, prep: Prepared, tokenize: Callable[[str], Any]) -> Prepared:
         key = (prep.keys, prep.descriptions)

@@ -20,7 +20,7 @@ from typing import Any
 
 from .asking import Ask, Messages, call
 from .calls import Flow, Intent
-from .exact import EXACT_SOURCE, exact_fields, is_exact, next_ids, still_exact, window_only
+from .exact import EXACT_SOURCE, exact_fields, forced, is_exact, next_ids, still_exact, window_only
 from .labels import AmbiguousNamesError, names_starting, norm_token
 from .readout import Readout, answer_entry, field_of, softmax_labels, split_shared, unread
 
@@ -61,8 +61,11 @@ def read_on(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], 
     names that share more than one token are told apart by the model, not tied and broken by their order.
     Where the prefix is the names' own first tokens (``prefix_ids``, an exact read), the names' own next
     tokens are read (:mod:`exact`), not the window."""
-    prefill = messages + [{"role": "assistant", "content": prefix}]
     paths = ask.options.token_paths
+    more_ids, more_text = forced(group, prefix_ids, paths, ask.options.token_texts)
+    if more_ids and prefix_ids:  # tokens every name goes on with: certain, so prefilled rather than asked
+        prefix, prefix_ids = prefix + more_text, prefix_ids + more_ids
+    prefill = messages + [{"role": "assistant", "content": prefix}]
     ids = next_ids(group, prefix_ids, paths)
     sent, sent_extra = fields, extra
     if ids:

@@ -145,7 +145,7 @@ class LocalServer:
         """What the engine knows about this server, attached to its clients (and their SDK copies) by :meth:`mark`."""
         # llama.cpp reads the labels' own tokens, not a window (exact.py)
         return Backend(name=self.backend_name, surfaces=("chat_completions",), tokenize=self.tokenize,
-                       slots=self._slots, user_cache=True, exact_readout=True)
+                       pieces=self.pieces, slots=self._slots, user_cache=True, exact_readout=True)
 
     @property
     def slots(self) -> Any:
@@ -159,11 +159,18 @@ class LocalServer:
 
     def tokenize(self, text: str) -> list[int]:
         """Token ids of ``text`` in the model's own tokenizer (llama.cpp's ``/tokenize``)."""
-        body = json.dumps({"content": text}).encode()
+        return [t if isinstance(t, int) else t["id"] for t in self._tokens(text, pieces=False)]
+
+    def pieces(self, text: str) -> list[tuple[int, str]]:
+        """(id, text) of each token of ``text``; a token that is part of a character has its bytes' text ('')."""
+        return [(t["id"], t["piece"] if isinstance(t["piece"], str) else "") for t in self._tokens(text, pieces=True)]
+
+    def _tokens(self, text: str, *, pieces: bool) -> list[Any]:
+        body = json.dumps({"content": text, "with_pieces": pieces}).encode()
         req = urllib.request.Request(self.base_url.removesuffix("/v1") + "/tokenize", data=body,
                                      headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=planning_time_left(10.0)) as r:  # within a call: its deadline
-            return [t if isinstance(t, int) else t["id"] for t in json.loads(r.read())["tokens"]]
+            return list(json.loads(r.read())["tokens"])
 
 
 #: Threads per llama.cpp server on a machine this busy (docs/decisions.md). Measured on the 2-core test
