@@ -19,6 +19,7 @@ from jev_shared import Choice, Memory, SystemOneClient
 from jev_shared.backend import describe
 from jev_shared.exact import EXACT_SOURCE, TokenTable, as_logprobs, exact_ids, window_only
 from jev_shared.methods import MethodConfig, request_fields
+from jev_shared.pathread import PATH_TEMPERATURE
 from jev_shared.questions import prepare_questions
 
 WORDS = [f"opt{i:02d}" for i in range(64)]  # 64 options, each its own first token in the fake vocabulary
@@ -58,19 +59,33 @@ def tokenizer(names: list[str]):
     return tokenize
 
 
-def server(names: list[str], favourite: str, seen: list[dict], with_ids: bool = True) -> openai.OpenAI:
+#: The fake model's next token once it wrote "alarm": "_set" far ahead of "_query", anything else nowhere.
+AFTER_ALARM = {"_set": -0.5, "_query": -3.0}
+
+
+def server(names: list[str], favourite: str, seen: list[dict], with_ids: bool = True,
+           path_first: str | None = None) -> openai.OpenAI:
+    """llama.cpp's wire: with ``logit_bias`` + ``post_sampling_probs`` the biased tokens' probabilities at the
+    request's temperature, one entry per token written (``max_tokens``); the path takes the likeliest token, or
+    ``path_first`` first (a sampled path that left the leader)."""
     tokens, lps = fake_model(names, favourite)
+    vocab = vocabulary(names)
 
     def reply(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         seen.append(body)
         k = body.get("top_logprobs", 0)
         if "logit_bias" in body and body.get("post_sampling_probs"):
-            ids = [int(i) for i in body["logit_bias"]]
-            z = math.log(sum(math.exp(lps[i]) for i in ids))
-            top = sorted(((i, math.exp(lps[i] - z)) for i in ids), key=lambda t: -t[1])[:k]
-            alts = [{"id": i if with_ids else None, "token": tokens[i], "prob": p} for i, p in top]
-            entry = {**alts[0], "top_probs": alts}
+            ids, temp = [int(i) for i in body["logit_bias"]], body.get("temperature", 1.0)
+            entries, scores = [], lps
+            for written in range(body.get("max_tokens", 1)):
+                z = math.log(sum(math.exp(scores[i] / temp) for i in ids))
+                top = sorted(((i, math.exp(scores[i] / temp - z)) for i in ids), key=lambda t: -t[1])[:k]
+                alts = [{"id": i if with_ids else None, "token": tokens[i], "prob": p} for i, p in top]
+                chosen = next((a for a in alts if a["token"] == path_first), alts[0]) if written == 0 else alts[0]
+                entries.append({**chosen, "top_probs": alts})
+                scores = {i: AFTER_ALARM.get(t, -20.0) for t, i in vocab.items()}
+            entry = entries[0]
         else:
             if body["messages"][-1]["role"] == "assistant":  # a continuation: "alarm" read on
                 window = [("_set", -0.3), ("_query", -1.4), ("s", -5.0)]
@@ -78,10 +93,11 @@ def server(names: list[str], favourite: str, seen: list[dict], with_ids: bool = 
                 window = sorted(((tokens[i], lp) for i, lp in lps.items()), key=lambda t: -t[1])[:k]
             alts = [{"token": t, "logprob": lp} for t, lp in window]
             entry = {"token": window[0][0], "logprob": window[0][1], "top_logprobs": alts}
+            entries = [entry]
         return httpx.Response(200, json={
             "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "length", "logprobs": {"content": [entry]},
-                         "message": {"role": "assistant", "content": entry["token"]}}],
+            "choices": [{"index": 0, "finish_reason": "length", "logprobs": {"content": entries},
+                         "message": {"role": "assistant", "content": "".join(e["token"] for e in entries)}}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
 
     sdk = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="local",
@@ -124,12 +140,34 @@ def test_a_64_option_question_reads_every_options_probability_on_a_server_that_a
     assert "logit_bias" not in plain[0] and plain[0]["top_logprobs"] == 20 and plain[0]["temperature"] == 0
 
 
-def test_names_sharing_a_first_token_are_read_on_exactly_too():
-    """alarm_query / alarm_set share "alarm": the exact read gives P(alarm) among every name's first token,
-    the continuation call reads the names' own next tokens ("_query", "_set", from the tokenizer) and splits it."""
+def test_names_sharing_a_first_token_are_read_in_the_call_that_asks():
+    """alarm_query / alarm_set share "alarm": one call biases every name's tokens and writes the name out (two
+    tokens part them), at the path's temperature; its first token gives P(alarm) among every name's first
+    token, its second the names' own next tokens ("_query", "_set"), read exactly once turned back."""
     names = list(SHARED)
     seen: list[dict] = []
     sdk = server(names, "alarm_query", seen)
+    describe(sdk, exact_readout=True)
+    resp = client_for(sdk).system_one("wake me at 7", {"q": Choice(instructions="Which intent?", criteria=SHARED)})
+    probs = resp.answers["q"].probabilities
+    assert resp.usage.n_calls == 1 and resp.debug["questions"]["q"]["readout"]["source"] == EXACT_SOURCE + "+continuation"
+    vocab = vocabulary(names)
+    assert seen[0]["max_tokens"] == 2 and seen[0]["temperature"] == PATH_TEMPERATURE
+    assert {str(vocab["_query"]), str(vocab["_set"]), str(vocab["alarm"])} <= set(seen[0]["logit_bias"])
+    assert resp.answers["q"].choice == "alarm_set"
+    cond_set = math.exp(-0.5) / (math.exp(-0.5) + math.exp(-3.0))  # the fake model's "_set" against "_query"
+    assert probs["alarm_set"] / probs["alarm_query"] == pytest.approx(cond_set / (1 - cond_set), rel=1e-6)
+    _, lps = fake_model(names, "alarm_query")  # and P(alarm) against P(query): the model's own, not the path's
+    ratio = math.exp(lps[vocab["alarm"]] - lps[vocab["query"]])
+    assert (probs["alarm_set"] + probs["alarm_query"]) / probs["query"] == pytest.approx(ratio, rel=1e-6)
+
+
+def test_a_shared_prefix_the_path_did_not_take_is_read_on_by_a_call():
+    """The path left the leader (it wrote "query" first): "alarm" is read on by a continuation call that
+    biases the names' own next tokens ("_query", "_set", from the tokenizer) and splits its share."""
+    names = list(SHARED)
+    seen: list[dict] = []
+    sdk = server(names, "alarm_query", seen, path_first="query")
     describe(sdk, exact_readout=True)
     resp = client_for(sdk).system_one("wake me at 7", {"q": Choice(instructions="Which intent?", criteria=SHARED)})
     probs = resp.answers["q"].probabilities
@@ -139,7 +177,6 @@ def test_names_sharing_a_first_token_are_read_on_exactly_too():
     assert seen[1]["logit_bias"] == {str(vocab["_query"]): 100, str(vocab["_set"]): 100} and seen[1]["top_logprobs"] == 2
     assert seen[1]["post_sampling_probs"] is True and seen[1]["continue_final_message"] is True
     assert resp.answers["q"].choice == "alarm_set" and probs["alarm_set"] > probs["query"]
-    _, lps = fake_model(names, "alarm_query")
     cond_set = math.exp(-0.5) / (math.exp(-0.5) + math.exp(-3.0))  # the fake model's "_set" against "_query"
     assert probs["alarm_set"] / probs["alarm_query"] == pytest.approx(cond_set / (1 - cond_set), rel=1e-6)
     assert sum(probs.values()) == pytest.approx(1.0)

@@ -191,3 +191,16 @@ def test_the_least_recently_used_files_go_past_the_count_or_the_bytes(tmp_path: 
     monkeypatch.setattr("jev_shared.local.slots.MAX_BYTES", 25)
     cache._prune()
     assert sorted(p.name for p in tmp_path.glob("*.bin")) == ["f3.bin", "f4.bin"]
+
+
+def test_a_prompt_whose_prior_writes_a_names_path_is_kept_too(tmp_path: Path) -> None:
+    """Names that share first tokens are read by a call that writes several tokens (pathread.py), the debias
+    prior's content-free twin included: its slot holds those tokens after the prompt, and is kept all the same."""
+    from tests.test_path_read_live import NAMES
+
+    question = {"q": Choice(instructions="Which banking intent?", criteria=NAMES)}
+    with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
+        resp = SystemOneClient(srv.client(), model=srv.model, debias=True, debug=True).system_one(STATE, question)
+        sent = [a["data"] for a in resp.debug["questions"]["q"]["attempts"] if a["kind"] == "request"]
+        assert sent[0]["max_tokens"] > 2  # the path is written
+        assert len(list(tmp_path.glob("*.bin"))) == 1

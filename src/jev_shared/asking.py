@@ -152,6 +152,8 @@ def _twin(surface: str, model: str, head: Messages, fields: dict[str, Any], extr
     """A request's content-free twin: its prompt up to the state (the system message, any examples' turns), the
     state ``N/A``, its fields."""
     messages = [*head, {"role": "user", "content": state_block(CONTENT_FREE_STATES[0])}]
+    if "max_tokens" in fields:  # its reply is never read: one token keeps the prompt (a path read writes more)
+        fields = {**fields, "max_tokens": 1}
     request = _built(surface, model, messages, fields, extra, user_extra, refused)
     request.intent, request.prompt = Intent.TWIN, Prompt(model, messages, of.stem, of.examples)
     return request

@@ -136,6 +136,8 @@ class Call:
     twin: Callable[[], Call] | None = field(default=None, repr=False, compare=False)
 
 
+#: The most tokens a token read writes: the first, and the tokens that part names sharing it (pathread.py).
+MAX_READ_TOKENS = 6
 #: The debias prior's content-free states (Zhao et al. 2021, "Calibrate Before Use"); the first is the twin's.
 CONTENT_FREE_STATES = ("N/A", "", "[MASK]")
 #: The intents of a request about a content-free state (never a caller's).

@@ -162,7 +162,9 @@ def window_only(fields: Mapping[str, Any], extra: Mapping[str, Any],
         return dict(fields), dict(extra)
     plain = {k: v for k, v in fields.items() if k not in ("logit_bias", "seed", "top_p")}
     plain.update(temperature=0, top_logprobs=top_logprobs)
-    return plain, {k: v for k, v in extra.items() if k not in EXACT_EXTRA}
+    if "max_tokens" in plain:  # a continuation reads one token, whatever the first call wrote (pathread.py)
+        plain["max_tokens"] = 1
+    return plain, {k: v for k, v in extra.items() if k not in EXACT_EXTRA and k != "grammar"}  # (a path's)
 
 
 def as_logprobs(logprobs: Any) -> Any:

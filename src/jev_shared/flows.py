@@ -24,7 +24,8 @@ from .exact import EXACT_SOURCE, is_exact, own_token_fold, still_exact
 from .faults import cannot_carry, logprobs_value_complaint
 from .json_readout import parse_object, read_json, strip_think
 from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, style_for
-from .methods import TOKEN_READOUT, answer_format, example_json, request_fields
+from .methods import TOKEN_READOUT, answer_format, example_json, path_plan_for, request_fields
+from .pathread import Windows, path_fields, split_path, with_first
 from .priors import CONTENT_FREE, content_free_prior, debias_prior, examples_prior
 from .prompt import render, symbols_of
 from .questions import MAX_SINGLE_TOKEN_LABELS
@@ -128,6 +129,11 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
     missing = "floor" if style.floor else opts.missing
 
     def read(parsed: Parsed) -> Any:
+        if plan is not None and exact_now():  # names that share a first token: their path, written out
+            logprobs, windows = split_path(parsed.logprobs, plan)
+            parsed = with_first(parsed, logprobs)
+            pre.clear()
+            pre.update(windows)
         if not (parsed.content or "").strip() and parsed.reasoning and not _has_tokens(parsed.logprobs):
             raise LabelReadoutError("the server sent reasoning but no answer (a reasoning-only reply); turn thinking off")
         split = exact_now()
@@ -149,14 +155,19 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
     messages = render(prep, ask.state, layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
     fields, extra = request_fields(method, prep, opts.method_config, symbols)
     exact = is_exact(fields, extra)
+    reads_on = style.named_choice and SURFACES[surface].prefill  # a shared prefix rides as a prefill
+    plan = path_plan_for(method, symbols, opts.method_config) if exact and reads_on else None
+    if plan is not None:
+        fields, extra = path_fields(plan, fields, extra)
+    pre: Windows = {}
     try:
         _, ro = yield from ask_until_read(ask, surface, messages, fields, extra, read, repairable, repair)
         if exact_now() and not ro.labels_missing:  # every symbol's own first token read, no window (exact.py)
             ro.source = EXACT_SOURCE
     except AmbiguousNamesError as exc:
-        if not (style.named_choice and SURFACES[surface].prefill):  # the shared prefix rides as a prefill
+        if not reads_on:
             raise
-        ro = yield from continue_read(ask, surface, messages, fields, extra, symbols, exc)
+        ro = yield from continue_read(ask, surface, messages, fields, extra, symbols, exc, pre=pre)
     rec.readout = ro.debug()
     rec.note("readout", rec.readout)
     if style.fallback:
@@ -167,8 +178,7 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
         rec.prior = dict(zip(symbols, prior))
         rec.readout["prior"] = rec.prior
     probs = ro.probs if prior is None else divide_prior(ro.probs, prior)
-    if ro.unread and style.named_choice and SURFACES[surface].prefill and \
-            (yield from read_on_lead(ask, surface, messages, fields, extra, symbols, ro, probs)):
+    if ro.unread and reads_on and (yield from read_on_lead(ask, surface, messages, fields, extra, symbols, ro, probs, pre)):
         probs = ro.probs if prior is None else divide_prior(ro.probs, prior)
     return probs
 

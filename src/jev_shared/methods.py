@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .exact import exact_fields, exact_ids
+from .pathread import PathPlan, path_plan
 from .prompt import LABEL, AnswerFormat
 from .questions import TOKEN_METHODS, Prepared
 
@@ -29,6 +30,9 @@ class MethodConfig:
     #: The first token id of each answer word's spellings, where the server reads those tokens exactly
     #: (the embedded llama.cpp, :mod:`exact`); None elsewhere: the top-``top_logprobs`` window is read.
     token_ids: Mapping[str, int] | None = None
+    #: With ``token_ids``: each answer word's token ids, so names sharing a first token are read in one call
+    #: (:mod:`pathread`).
+    token_paths: Mapping[str, tuple[int, ...]] | None = None
 
 
 def grammar_for(labels: tuple[str, ...]) -> str:
@@ -95,6 +99,14 @@ def example_json(method: str, prep: Prepared) -> Callable[[str], Any]:
         return {k: 10 if k == key else 0 for k in prep.keys}
 
     return reply
+
+
+def path_plan_for(method: str, symbols: tuple[str, ...], cfg: MethodConfig) -> PathPlan | None:
+    """Names read in one call where they share a first token (:mod:`pathread`): exact reads only, and only where
+    the flow reads a shared prefix on (the caller's word)."""
+    if method != "logprobs" or cfg.thinking is True:
+        return None
+    return path_plan(symbols, cfg.token_ids, cfg.token_paths)
 
 
 def request_fields(method: str, prep: Prepared, cfg: MethodConfig,

@@ -15,8 +15,9 @@ from .asking import Ask, call, intent_of
 from .calls import CONTENT_FREE_STATES, Flow, Intent
 from .exact import is_exact, own_token_fold, still_exact
 from .labels import AmbiguousNamesError, LabelStyle
-from .methods import request_fields
+from .methods import path_plan_for, request_fields
 from .models import debias_strength
+from .pathread import Windows, path_fields, split_path, with_first
 from .prompt import render, symbols_of
 from .questions import Prepared, example_key
 from .readon import continue_read
@@ -137,17 +138,25 @@ def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kin
         messages = render(prep, state, layout=opts.layout, fmt=style.fmt)  # type: ignore[arg-type]
         fields, extra = request_fields(method, prep, opts.method_config, symbols)
         exact = still_exact(is_exact(fields, extra), ask.memory.refused_on((ask.model, surface)))
+        reads_on = style.named_choice and SURFACES[surface].prefill
+        plan = path_plan_for(method, symbols, opts.method_config) if exact and reads_on else None
+        if plan is not None:
+            fields, extra = path_fields(plan, fields, extra)
         ask.record.prior_calls += 1
         intent = intent_of(state) if kind == "content-free" else Intent.PRIOR
         parsed = yield from call(ask, surface, messages, fields, extra, intent)
+        pre: Windows = {}
+        if plan is not None and still_exact(exact, ask.memory.refused_on((ask.model, surface))):
+            logprobs, pre = split_path(parsed.logprobs, plan)
+            parsed = with_first(parsed, logprobs)
         try:
             fold = own_token_fold(style.fold, parsed.logprobs, opts.token_ids, symbols) if exact else style.fold
             rows[i] = read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",
                                   method=method, fold=fold, split=exact).probs
         except AmbiguousNamesError as exc:
-            if style.named_choice and SURFACES[surface].prefill:
+            if reads_on:
                 calls = ask.record.usage.n_calls
-                ro = yield from continue_read(ask, surface, messages, fields, extra, symbols, exc, note=False)
+                ro = yield from continue_read(ask, surface, messages, fields, extra, symbols, exc, note=False, pre=pre)
                 ask.record.prior_calls += ask.record.usage.n_calls - calls
                 rows[i] = ro.probs
             else:  # no read-on here: the names of the shared token get its even share
@@ -159,4 +168,4 @@ def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kin
 
 #: In the prior's memory key: rows read the way the answers are (a shared prefix read on; a token that is one
 #: name's own first token counted for it, exact.own_token_fold), not the rows an earlier version kept.
-READ_ON_TAG = "+read-on+own"
+READ_ON_TAG = "+read-on+own+path"

@@ -22,6 +22,7 @@ from .asking import Ask, Messages, call
 from .calls import Flow, Intent
 from .exact import EXACT_SOURCE, exact_fields, forced, is_exact, next_ids, still_exact, window_only
 from .labels import AmbiguousNamesError, names_starting, norm_token
+from .pathread import Windows, window_for
 from .readout import Readout, answer_entry, field_of, softmax_labels, split_shared, unread
 
 #: At most this many continuation calls read a shared prefix on (``declined`` → ``_`` → ``card``). Five, not
@@ -33,13 +34,14 @@ CONTINUATION_DEPTH = 5
 
 
 def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
-                  symbols: tuple[str, ...], exc: AmbiguousNamesError, *, note: bool = True) -> Flow[Readout]:
+                  symbols: tuple[str, ...], exc: AmbiguousNamesError, *, note: bool = True,
+                  pre: Windows | None = None) -> Flow[Readout]:
     """One more one-token call with the shared prefix already answered: P(name) = P(prefix)·P(rest | prefix)."""
     group = names_starting(exc.token, symbols)
     exact = still_exact(is_exact(fields, extra), ask.memory.refused_on((ask.model, surface)))
     fields, extra = window_only(fields, extra, ask.options.top_logprobs)  # the next token: the names' own, or the window
     ids = (exc.token_id,) if exact and exc.token_id is not None else None
-    cond = yield from read_on(ask, surface, messages, fields, extra, exc.token, group, CONTINUATION_DEPTH, ids)
+    cond = yield from read_on(ask, surface, messages, fields, extra, exc.token, group, CONTINUATION_DEPTH, ids, pre)
     best = exc.best
     if exact:  # the names of other shared tokens: their share, not the floor (the read gave every first token)
         best = split_shared(symbols, best, {t: lp for t, lp in exc.shared.items() if t != exc.token})
@@ -55,12 +57,13 @@ def continue_read(ask: Ask, surface: str, messages: Messages, fields: dict[str, 
 
 
 def read_on(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
-            prefix: str, group: list[str], depth: int,
-            prefix_ids: tuple[int, ...] | None = None) -> Flow[dict[str, float]]:
+            prefix: str, group: list[str], depth: int, prefix_ids: tuple[int, ...] | None = None,
+            pre: Windows | None = None) -> Flow[dict[str, float]]:
     """P(name | prefix) over the group; a next token still shared by several names is read on in turn, so
     names that share more than one token are told apart by the model, not tied and broken by their order.
     Where the prefix is the names' own first tokens (``prefix_ids``, an exact read), the names' own next
-    tokens are read (:mod:`exact`), not the window."""
+    tokens are read (:mod:`exact`), not the window: from the path the first call wrote where it went this
+    way (``pre``, :mod:`pathread`), else by a call."""
     paths = ask.options.token_paths
     more_ids, more_text = forced(group, prefix_ids, paths, ask.options.token_texts)
     if more_ids and prefix_ids:  # tokens every name goes on with: certain, so prefilled rather than asked
@@ -71,15 +74,18 @@ def read_on(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], 
     if ids:
         exact, exact_extra = exact_fields(ids)
         sent, sent_extra = {**fields, **exact}, {**extra, **exact_extra}
-    parsed = yield from call(ask, surface, prefill, sent, {**sent_extra, **PREFILL_FIELDS}, Intent.READ_ON)
-    window = window_of(parsed.logprobs, parsed.content)
+    window = window_for(pre, prefix_ids, ids)
+    if window is None:
+        parsed = yield from call(ask, surface, prefill, sent, {**sent_extra, **PREFILL_FIELDS}, Intent.READ_ON)
+        window = window_of(parsed.logprobs, parsed.content)
     lead = shared_lead(prefix, group, window) if depth > 1 else None
     splits = {}
     if lead is not None:
         token, hits = lead
         deeper = {paths[h][len(prefix_ids)] for h in hits} if ids and paths and prefix_ids else set()
         more = prefix_ids + (deeper.pop(),) if prefix_ids and len(deeper) == 1 else None
-        splits[token] = yield from read_on(ask, surface, messages, fields, extra, prefix + token, hits, depth - 1, more)
+        splits[token] = yield from read_on(ask, surface, messages, fields, extra, prefix + token, hits, depth - 1, more,
+                                           pre)
     return conditional(prefix, group, window, splits)
 
 
@@ -94,7 +100,7 @@ def lead_unread(ro: Readout, symbols: Sequence[str], probs: Sequence[float]) -> 
 
 
 def read_on_lead(ask: Ask, surface: str, messages: Messages, fields: dict[str, Any], extra: dict[str, Any],
-                 symbols: tuple[str, ...], ro: Readout, probs: Sequence[float]) -> Flow[bool]:
+                 symbols: tuple[str, ...], ro: Readout, probs: Sequence[float], pre: Windows | None = None) -> Flow[bool]:
     """Where the answer's lead is a name given an even share of a shared token (the first read went on with
     another token, and dividing out the prior put this one ahead), read that token on too, so its names are
     told apart by the model, not by their order; their share is split by what it reads (``ro.probs``, in
@@ -106,7 +112,7 @@ def read_on_lead(ask: Ask, surface: str, messages: Messages, fields: dict[str, A
     token_id, _ = ro.unread.pop(token)
     fields, extra = window_only(fields, extra, ask.options.top_logprobs)
     ids = (token_id,) if token_id is not None else None
-    cond = yield from read_on(ask, surface, messages, fields, extra, token, group, CONTINUATION_DEPTH, ids)
+    cond = yield from read_on(ask, surface, messages, fields, extra, token, group, CONTINUATION_DEPTH, ids, pre)
     where = {s: i for i, s in enumerate(symbols)}
     mass = sum(ro.probs[where[g]] for g in group)
     for g in group:

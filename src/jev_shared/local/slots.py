@@ -43,7 +43,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..calls import CONTENT_FREE_INTENTS, Call, Intent, Reply
+from ..calls import CONTENT_FREE_INTENTS, MAX_READ_TOKENS, Call, Intent, Reply
 from ..files import read_bytes, write_atomic
 from .first_round import FirstRound, first_round
 
@@ -179,9 +179,9 @@ class SlotCache:
         saved = self._action(slot, "save", key)
         if saved is None:
             return
-        extra = saved.get("n_saved", -1) - len(ids)  # a BOS the server adds, the one token it generated
+        extra = saved.get("n_saved", -1) - len(ids)  # a BOS the server adds, the tokens it generated
         data = _read(self.file(key))
-        if not (0 <= extra <= 2 and data is not None and _holds(data, ids)):
+        if not (0 <= extra <= 1 + MAX_READ_TOKENS and data is not None and _holds(data, ids)):
             self._remove(key)  # the slot held another request by the time it was saved
             return
         try:
