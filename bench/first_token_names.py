@@ -29,19 +29,23 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from heldout import examples, load_items, load_sets, question  # noqa: E402
 
-from jev_shared import JevError, SystemOneClient, planning  # noqa: E402
+from jev_shared import JevError, SystemOneClient, flows, methods, planning, priors  # noqa: E402
 from jev_shared.first_tokens import distinct_aliases  # noqa: E402
 from jev_shared.labels import token_checked_aliases  # noqa: E402
 from jev_shared.local import DEFAULT_MODEL, LocalServer  # noqa: E402
 
-VARIANTS = {"read-on": token_checked_aliases, "distinct": distinct_aliases}
+VARIANTS = {"read-on": token_checked_aliases, "calls": token_checked_aliases, "distinct": distinct_aliases}
+PLAN_FOR = methods.path_plan_for
 
 
 def client_for(srv: LocalServer, variant: str) -> SystemOneClient:
-    """A fresh engine client (its own memory: each variant pays its own prior) answering with ``variant``'s words."""
+    """A fresh engine client (its own memory: each variant pays its own prior) answering with ``variant``'s words;
+    ``calls``: the read-on by continuation calls only (the path read off)."""
     from jev_shared.memory import Memory
 
     planning.token_checked_aliases = VARIANTS[variant]  # type: ignore[attr-defined]  # the planner's answer words
+    plan_for = (lambda *a: None) if variant == "calls" else PLAN_FOR
+    flows.path_plan_for = priors.path_plan_for = plan_for  # type: ignore[attr-defined]
     return SystemOneClient(srv.client(), model=srv.model, memory=Memory())
 
 

@@ -25,12 +25,27 @@ def test_a_plan_only_where_names_share_a_first_token_and_as_deep_as_parts_them()
     plan = path_plan(tuple(PATHS), FIRST, PATHS)
     assert plan is not None and plan.depth == 2
     assert set(plan.biased) == {1, 2, 11, 12, 101, 102} and plan.first_ids == frozenset({1, 2, 101, 102})
-    assert '"alarm_query"' in plan.grammar and '"Alarm_query"' in plan.grammar and plan.grammar.startswith('root ::= " "?')
+    assert '"alarm_query"' in plan.grammar and plan.grammar.startswith('root ::= " "?')
+    assert '"Alarm_query"' not in plan.grammar  # no spelling of it is biased
+    capital = path_plan(tuple(PATHS), {**FIRST, "Alarm_query": 3}, PATHS)
+    assert capital is not None and '"Alarm_query"' in capital.grammar
     assert path_plan(("query", "alarm_set"), FIRST, PATHS) is None  # told apart at the first token: no path
     assert path_plan(tuple(PATHS), FIRST, {"alarm_query": (1, 11)}) is None  # a name's tokens unknown
     long = {"a": tuple(range(1, 20)), "b": (*range(1, 19), 99)}
     deep = path_plan(("a", "b"), {"a": 1, "b": 1}, long)
     assert deep is not None and deep.depth == MAX_PATH_TOKENS
+
+
+def test_the_grammar_ends_each_name_where_it_parts_from_the_others():
+    """With the tokens' texts, the call stops writing once the name is told apart (a name whose first token is its
+    own costs one token more, not the depth); without them, the whole name."""
+    paths = {"alarm_query": (1, 11, 13), "alarm_set": (1, 12), "query": (2,)}
+    texts = {"alarm_query": ("alarm", "_qu", "ery"), "alarm_set": ("alarm", "_set"), "query": ("query",)}
+    plan = path_plan(tuple(paths), FIRST, paths, texts)
+    assert plan is not None and plan.depth == 2
+    assert '"alarm_qu"' in plan.grammar and '"alarm_query"' not in plan.grammar and '"query"' in plan.grammar
+    whole = path_plan(tuple(paths), FIRST, paths)
+    assert whole is not None and '"alarm_query"' in whole.grammar
 
 
 def test_the_path_fields_bias_every_names_tokens_and_write_the_depth():

@@ -11,8 +11,9 @@ server) that is one call, as cheap as the window (measured, docs/quality.md):
   renormalised over the biased tokens (an equal bias cancels in the ratio), every one of them;
 * ``top_logprobs`` (llama.cpp's ``n_probs``) sized to the number of those tokens.
 
-A prefix several names share (``alarm`` of ``alarm_query`` / ``alarm_set``) is read on by a continuation
-call (:mod:`flows`); where that prefix is the names' own first token, the call biases the names' own next
+A prefix several names share (``alarm`` of ``alarm_query`` / ``alarm_set``) is read on: in the first call,
+which writes the names out with all their tokens biased (:mod:`pathread`), or by a continuation call
+(:mod:`readon`); where that prefix is the names' own first token, the call biases the names' own next
 tokens (:func:`next_ids`) in the same way, else it reads the window.
 
 Measured and left: ``top_logprobs`` above 20 is accepted but still a window (a rare label may rank below

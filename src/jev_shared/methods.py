@@ -33,6 +33,8 @@ class MethodConfig:
     #: With ``token_ids``: each answer word's token ids, so names sharing a first token are read in one call
     #: (:mod:`pathread`).
     token_paths: Mapping[str, tuple[int, ...]] | None = None
+    #: With ``token_paths``: the texts of those tokens, where the server's tokenizer gives them.
+    token_texts: Mapping[str, tuple[str, ...]] | None = None
 
 
 def grammar_for(labels: tuple[str, ...]) -> str:
@@ -106,7 +108,7 @@ def path_plan_for(method: str, symbols: tuple[str, ...], cfg: MethodConfig) -> P
     the flow reads a shared prefix on (the caller's word)."""
     if method != "logprobs" or cfg.thinking is True:
         return None
-    return path_plan(symbols, cfg.token_ids, cfg.token_paths)
+    return path_plan(symbols, cfg.token_ids, cfg.token_paths, cfg.token_texts)
 
 
 def request_fields(method: str, prep: Prepared, cfg: MethodConfig,

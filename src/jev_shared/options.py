@@ -175,7 +175,8 @@ class Options:
     @property
     def method_config(self) -> MethodConfig:
         """The narrow view the methods stage reads."""
-        return MethodConfig(self.top_logprobs, self.thinking, self.structured_outputs, self.token_ids, self.token_paths)
+        return MethodConfig(self.top_logprobs, self.thinking, self.structured_outputs, self.token_ids, self.token_paths,
+                            self.token_texts)
 
     @property
     def retry_policy(self) -> RetryPolicy:

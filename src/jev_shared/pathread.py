@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +47,8 @@ class PathPlan:
 
 
 def path_plan(symbols: Sequence[str], token_ids: Mapping[str, int] | None,
-              paths: Mapping[str, tuple[int, ...]] | None) -> PathPlan | None:
+              paths: Mapping[str, tuple[int, ...]] | None,
+              texts: Mapping[str, tuple[str, ...]] | None = None) -> PathPlan | None:
     """The plan where two names share a first token and every name's tokens are known; else None (one token
     parts the names, or a continuation would read the window)."""
     first = exact_ids(symbols, token_ids)
@@ -56,15 +57,29 @@ def path_plan(symbols: Sequence[str], token_ids: Mapping[str, int] | None,
     spelled = [paths[s] for s in symbols]
     if len({p[0] for p in spelled}) == len(spelled):
         return None
-    depth = min(max(_parting(p, spelled) for p in spelled), MAX_PATH_TOKENS)
+    parting = {s: _parting(paths[s], spelled) for s in symbols}
+    depth = min(max(parting.values()), MAX_PATH_TOKENS)
     biased = set(first) | {t for p in spelled for t in p[:depth]}
-    return PathPlan(frozenset(first), tuple(sorted(biased)), depth, _grammar(symbols))
+    grammar = _grammar(symbols, parting, texts or {}, token_ids or {})
+    return PathPlan(frozenset(first), tuple(sorted(biased)), depth, grammar)
 
 
-def _grammar(symbols: Sequence[str]) -> str:
-    """Any name, in any casing the first token's bias allows (as given, lowercased, capitalised), a space first
-    or not: so the grammar never takes a first token the read counts away from it."""
-    forms = dict.fromkeys(f for s in symbols for f in (s, s.lower(), s[:1].upper() + s[1:]))
+#: The casings a first token's bias may read a name in (:func:`exact.spellings`).
+_CASINGS: tuple[Callable[[str], str], ...] = (lambda w: w, str.lower, lambda w: w[:1].upper() + w[1:])
+
+
+def _grammar(symbols: Sequence[str], parting: Mapping[str, int], texts: Mapping[str, tuple[str, ...]],
+             token_ids: Mapping[str, int]) -> str:
+    """Any name up to where it parts from the others (its tokens' text, where known; else the whole name), so
+    the call stops writing there: a name whose first token is its own costs one token more, not the depth. In
+    each casing the first token's bias reads (as given, lowercased, capitalised), a space first or not: so the
+    grammar never takes a first token the read counts away from it, and holds no form nobody biased."""
+    forms: dict[str, None] = {}
+    for s in symbols:
+        head = "".join(texts[s][:parting[s]]) if s in texts else s
+        for case in _CASINGS:
+            if case is _CASINGS[0] or case(s) in token_ids or " " + case(s) in token_ids:
+                forms[case(head)] = None
     return 'root ::= " "? (' + " | ".join(json.dumps(f) for f in forms) + ")"
 
 

@@ -6,6 +6,8 @@ the flow asks again with that token prefilled and reads the next one, until the 
 shared prefix is measured as the answers read it, never floored.
 
 Each continuation call has that token already answered (an assistant prefill) and reads the next token's window.
+On llama.cpp the first call has written the likeliest names out already (:mod:`pathread`): a window its path
+holds is read from it, no call made; and a token every remaining name goes on with is prefilled, never asked.
 The chain stays a real distribution: each name in the shared-prefix group gets ``P(prefix) · P(rest | prefix)``,
 the conditional normalised over the group; names the window told apart keep their own logprob; the whole is
 renormalised over the labels.
