@@ -56,9 +56,9 @@ BENCHES: dict[str, Bench] = {
                            "nouls"),
     "heldout_router": Bench("heldout_router.py", "zero-shot on the public sets: the engine's defaults against a "
                             "bare one-token call and LangChain's structured router, per model", "~10-15 min a set of 30 items"),
-    "first_token_names": Bench("first_token_names.py", "option names that share a first token: read on by "
-                               "continuation calls against answered by distinct words; right answers, calls, "
-                               "p50 per set", "~10 min a set of 30 items"),
+    "first_token_names": Bench("first_token_names.py", "option names that share a first token: read on in the "
+                               "call that asks (the path read), by continuation calls, or answered by distinct "
+                               "words; right answers, calls, tokens, p50 per set", "~1-10 min a set of 30 items"),
     "decision_sets": Bench("decision_sets.py", "offline: decision sets' coverage and the data-chosen gate band on "
                            "the recorded answers of both embedded models", "~1 min, no model"),
     "compare_routers": Bench("compare_routers.py", "routers side by side (Jev, LangChain, LlamaIndex, jevper, a "

@@ -1,17 +1,20 @@
-"""Option names that share a first token: read on (a call more per shared token), or answered by distinct words.
+"""Option names that share a first token: read in the call that asks, by continuation calls, or by distinct words.
 
 On the public intent sets whose names share first tokens in the model's tokenizer (banking77's ``card_…``, sgd's
-``Find…``, powerplay11's ``CHANGE_…``, clinc150's ``change_…``), each item is decided twice by the default model on
-one embedded server, with the product's defaults: ``read-on``, the names as the engine gave them before (a shared
-first token read on by continuation calls), and ``distinct``, the answer words of ``first_tokens.distinct_aliases``
+``Find…``, powerplay11's ``CHANGE_…``, clinc150's ``change_…``), each item is decided by the default model on one
+embedded server, once per variant, with the product's defaults: ``read-on``, the names as the engine gives them
+(on the embedded server the first call writes the name out, every name's tokens biased: ``pathread.py``; a
+continuation call only where its path went elsewhere); ``calls``, the same with the path read off (each shared
+token read on by a continuation call); and ``distinct``, the answer words of ``first_tokens.distinct_aliases``
 (each member of a group turned round until its first token is its own: one call). Per set and variant: right
 answers, calls and output tokens per decision, the p50, and how many distinct probabilities the options got on
 the first item (every option its own reading, or names under one token split evenly). The first decision of each
 variant pays its debias prior; those calls are counted apart (prior calls to the first answer).
 
     python -m bench first_token_names [--sets sgd,powerplay11,banking77,clinc150] [--limit 30] [--shots 0]
+                                      [--variants read-on,calls,distinct]
 
-Figures, not assertions: the two variants run interleaved per set on the same server, the load average printed.
+Figures, not assertions: the variants run in turn per set on the same server, the load average printed.
 """
 
 from __future__ import annotations
