@@ -28,7 +28,18 @@ def ask(local_server, debias: bool = False):
     return client.system_one(STATE, {"q": Choice(instructions="Which banking intent?", criteria=NAMES)})
 
 
-def test_the_path_read_gives_the_continuation_calls_distribution_in_one_call(local_server, monkeypatch):
+@pytest.fixture
+def own_server():
+    """A server of this test's own, one slot, no kept prompts: both reads meet the same cache (a server other tests
+    used holds other prompts, and a restored prefix moves its numbers by a few hundredths)."""
+    from jev_shared.local import WIRE_MODEL, LocalServer
+
+    with LocalServer(WIRE_MODEL, n_parallel=1, prompt_cache=False) as srv:
+        yield srv
+
+
+def test_the_path_read_gives_the_continuation_calls_distribution_in_one_call(own_server, monkeypatch):
+    local_server = own_server
     resp = ask(local_server)
     debug = resp.debug["questions"]["q"]
     assert debug["readout"]["source"] == "logprobs:exact+continuation"
@@ -41,8 +52,9 @@ def test_the_path_read_gives_the_continuation_calls_distribution_in_one_call(loc
     assert called.usage.n_calls >= 2
     got, want = resp.answers["q"].probabilities, called.answers["q"].probabilities
     assert resp.answers["q"].choice == called.answers["q"].choice
-    for name in NAMES:  # the server's own run-to-run noise on a kept prompt is a few thousandths
+    for name in NAMES:
         assert got[name] == pytest.approx(want[name], abs=0.02), name
+    assert abs(got["top_up_failed"] - got["top_up_limits"]) > 0.02  # read apart, not split evenly
 
 
 def test_a_prefix_every_remaining_name_shares_is_prefilled_not_asked(local_server, monkeypatch):
