@@ -176,6 +176,8 @@ def test_a_shared_prefix_the_path_did_not_take_is_read_on_by_a_call():
     assert "logit_bias" in seen[0] and seen[1]["messages"][-1]["content"] == "alarm"
     assert seen[1]["logit_bias"] == {str(vocab["_query"]): 100, str(vocab["_set"]): 100} and seen[1]["top_logprobs"] == 2
     assert seen[1]["post_sampling_probs"] is True and seen[1]["continue_final_message"] is True
+    assert "grammar" in seen[0] and "grammar" not in seen[1]  # a prefilled name is no name from its start
+    assert seen[0]["max_tokens"] == 2 and seen[1]["max_tokens"] == 1 and seen[1]["temperature"] == 1.0
     assert resp.answers["q"].choice == "alarm_set" and probs["alarm_set"] > probs["query"]
     cond_set = math.exp(-0.5) / (math.exp(-0.5) + math.exp(-3.0))  # the fake model's "_set" against "_query"
     assert probs["alarm_set"] / probs["alarm_query"] == pytest.approx(cond_set / (1 - cond_set), rel=1e-6)
