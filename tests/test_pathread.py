@@ -95,3 +95,13 @@ def test_a_words_token_texts_are_kept_only_where_they_spell_it():
     table = TokenTable(lambda text: ids[text], lambda text: pieces[text])
     assert table.texts(["top_up", "odd"]) == {"top_up": ("top", "_", "up")}
     assert TokenTable(lambda text: ids[text]).texts(["top_up"]) == {}  # a tokenizer without texts
+    calls = []
+
+    def slow_then_fine(text: str) -> list[tuple[int, str]]:
+        calls.append(text)
+        if len(calls) == 1:
+            raise TimeoutError("the call's deadline")
+        return pieces[text]
+
+    flaky = TokenTable(lambda text: ids[text], slow_then_fine)
+    assert flaky.texts(["top_up"]) == {} and flaky.texts(["top_up"]) == {"top_up": ("top", "_", "up")}  # not kept

@@ -244,22 +244,17 @@ class TokenTable:
         exactly: a prefix every remaining name shares is then prefilled without a call (readon.py)."""
         out = {}
         for word in words:
-            if word not in self._texts:
-                self._texts[word] = self._spelled(word)
-            found = self._texts[word]
+            if word not in self._texts and self._pieces is not None:
+                try:
+                    pairs = [(int(i), str(t)) for i, t in self._pieces(word)]
+                except Exception:  # noqa: BLE001 - none now (a timeout is not kept): shared tokens are read by calls
+                    continue
+                ids, texts = tuple(i for i, _ in pairs), tuple(t for _, t in pairs)
+                self._texts[word] = texts if "".join(texts) == word and ids == self._tokens(word) else None
+            found = self._texts.get(word)
             if found is not None:
                 out[word] = found
         return out
-
-    def _spelled(self, word: str) -> tuple[str, ...] | None:
-        if self._pieces is None:
-            return None
-        try:
-            pairs = [(int(i), str(t)) for i, t in self._pieces(word)]
-        except Exception:  # noqa: BLE001 - no texts: each shared token is read by a call, as without them
-            return None
-        ids, texts = tuple(i for i, _ in pairs), tuple(t for _, t in pairs)
-        return texts if "".join(texts) == word and ids == self._tokens(word) else None
 
     def _tokens(self, spelled: str) -> tuple[int, ...] | None:
         if spelled not in self._known:
