@@ -7,9 +7,11 @@ call per shared token instead (the path read off), the same server gives the sam
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from jev_shared import Choice, SystemOneClient
+from jev_shared import AsyncSystemOneClient, Choice, SystemOneClient
 from jev_shared import flows as flows_module
 
 pytestmark = pytest.mark.live
@@ -20,6 +22,12 @@ pytestmark = pytest.mark.live
 NAMES = dict.fromkeys(["top_up_failed", "top_up_limits", "card_arrival", "card_not_working",
                        "cash_withdrawal_charge", "limits"], "")
 STATE = "top up failed"
+
+
+async def ask_async(local_server):
+    client = AsyncSystemOneClient(local_server.async_client(), model=local_server.model, debias=False,
+                                  calibrator=None)
+    return await client.system_one(STATE, {"q": Choice(instructions="Which banking intent?", criteria=NAMES)})
 
 
 def ask(local_server, debias: bool = False):
@@ -46,6 +54,12 @@ def test_the_path_read_gives_the_continuation_calls_distribution_in_one_call(own
     first = debug["attempts"][0]["data"]
     assert first["max_tokens"] > 1 and len(first["logit_bias"]) > len(NAMES)
     assert resp.usage.n_calls == 1 and (resp.usage.output_tokens or 0) == first["max_tokens"]
+
+    async_resp = asyncio.run(ask_async(local_server))  # the async driver runs the same flow: one call, same reading
+    assert async_resp.usage.n_calls == 1 and async_resp.answers["q"].choice == resp.answers["q"].choice
+    for name in NAMES:
+        assert async_resp.answers["q"].probabilities[name] == pytest.approx(resp.answers["q"].probabilities[name],
+                                                                           abs=0.02)
 
     monkeypatch.setattr(flows_module, "path_plan_for", lambda *a: None)  # each shared token read by a call
     called = ask(local_server)
