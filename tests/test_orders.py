@@ -59,10 +59,11 @@ def test_reversing_the_users_options_moves_nothing_when_both_orders_are_read(loc
             state, {"team": Choice(instructions="Which team?", criteria=TEAM), "spam": spam})
     finally:
         sdk.close()
-    # the same two readings whichever order the user lists (up to the server's numbers: a prompt restored from the
-    # kept-prompts cache reads a few hundredths apart from one read afresh)
+    # the same two readings whichever order the user lists, up to the server's numbers: a prompt restored from the
+    # kept-prompts cache reads a few hundredths apart from one read afresh (seen up to 0.036 on a server other
+    # tests used); read as listed only, reversing these options moves billing's probability by about 0.8
     for k in TEAM:
-        assert one.answers["team"].probabilities[k] == pytest.approx(two.answers["team"].probabilities[k], abs=0.03)
+        assert one.answers["team"].probabilities[k] == pytest.approx(two.answers["team"].probabilities[k], abs=0.06)
     assert one.answers["spam"].noul == pytest.approx(once.answers["spam"].noul, abs=0.05)  # a noul is asked once
     assert one.usage.n_calls == once.usage.n_calls + 1  # one more call: the choice reversed
     assert set(one.debug["orders"]) == {"team"}
