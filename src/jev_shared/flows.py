@@ -25,7 +25,7 @@ from .faults import cannot_carry, logprobs_value_complaint
 from .json_readout import parse_object, read_json, strip_think
 from .labels import FALLBACK_TRUST, LETTERS_FALLBACK, AmbiguousNamesError, LabelStyle, style_for
 from .methods import TOKEN_READOUT, answer_format, example_json, path_plan_for, request_fields
-from .pathread import Windows, path_fields, split_path, with_first
+from .pathread import Windows, path_fields, read_path
 from .priors import CONTENT_FREE, content_free_prior, debias_prior, examples_prior
 from .prompt import render, symbols_of
 from .questions import MAX_SINGLE_TOKEN_LABELS
@@ -130,8 +130,7 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
 
     def read(parsed: Parsed) -> Any:
         if plan is not None and exact_now():  # names that share a first token: their path, written out
-            logprobs, windows = split_path(parsed.logprobs, plan)
-            parsed = with_first(parsed, logprobs)
+            parsed, windows = read_path(parsed, plan)
             pre.clear()
             pre.update(windows)
         if not (parsed.content or "").strip() and parsed.reasoning and not _has_tokens(parsed.logprobs):
@@ -157,8 +156,7 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
     exact = is_exact(fields, extra)
     reads_on = style.named_choice and SURFACES[surface].prefill  # a shared prefix rides as a prefill
     plan = path_plan_for(method, symbols, opts.method_config) if exact and reads_on else None
-    if plan is not None:
-        fields, extra = path_fields(plan, fields, extra)
+    fields, extra = path_fields(plan, fields, extra)
     pre: Windows = {}
     try:
         _, ro = yield from ask_until_read(ask, surface, messages, fields, extra, read, repairable, repair)

@@ -91,9 +91,12 @@ def _parting(path: tuple[int, ...], spelled: Sequence[tuple[int, ...]]) -> int:
     return len(path) + 1
 
 
-def path_fields(plan: PathPlan, fields: Mapping[str, Any],
+def path_fields(plan: PathPlan | None, fields: Mapping[str, Any],
                 extra: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The exact read's (fields, extra_body), biasing every name's tokens and writing ``plan.depth`` of them."""
+    """The exact read's (fields, extra_body), biasing every name's tokens and writing ``plan.depth`` of them
+    (no plan: as they are)."""
+    if plan is None:
+        return dict(fields), dict(extra)
     return ({**fields, "temperature": PATH_TEMPERATURE, "max_tokens": plan.depth, "top_logprobs": len(plan.biased),
              "logit_bias": {str(i): EXACT_BIAS for i in plan.biased}}, {**extra, "grammar": plan.grammar})
 
@@ -141,8 +144,10 @@ def window_for(windows: Mapping[tuple[int, ...], list[tuple[str, float, int]]] |
     return found or None
 
 
-def with_first(parsed: Any, logprobs: Any) -> Any:
-    """``parsed`` read as the one-token reply its first token is."""
+def read_path(parsed: Any, plan: PathPlan) -> tuple[Any, Windows]:
+    """(``parsed`` as the one-token reply its first token is, the windows along its path)."""
+    logprobs, windows = split_path(parsed.logprobs, plan)
     entries = logprobs.get("content") if isinstance(logprobs, dict) else None
     token = entries[0].get("token") if isinstance(entries, list) and entries else None
-    return dataclasses.replace(parsed, logprobs=logprobs, content=token if isinstance(token, str) else parsed.content)
+    first = dataclasses.replace(parsed, logprobs=logprobs, content=token if isinstance(token, str) else parsed.content)
+    return first, windows

@@ -17,7 +17,7 @@ from .exact import is_exact, own_token_fold, still_exact
 from .labels import AmbiguousNamesError, LabelStyle
 from .methods import path_plan_for, request_fields
 from .models import debias_strength
-from .pathread import Windows, path_fields, split_path, with_first
+from .pathread import Windows, path_fields, read_path
 from .prompt import render, symbols_of
 from .questions import Prepared, example_key
 from .readon import continue_read
@@ -140,15 +140,13 @@ def _remembered_rows(ask: Ask, method: str, style: LabelStyle, surface: str, kin
         exact = still_exact(is_exact(fields, extra), ask.memory.refused_on((ask.model, surface)))
         reads_on = style.named_choice and SURFACES[surface].prefill
         plan = path_plan_for(method, symbols, opts.method_config) if exact and reads_on else None
-        if plan is not None:
-            fields, extra = path_fields(plan, fields, extra)
+        fields, extra = path_fields(plan, fields, extra)
         ask.record.prior_calls += 1
         intent = intent_of(state) if kind == "content-free" else Intent.PRIOR
         parsed = yield from call(ask, surface, messages, fields, extra, intent)
         pre: Windows = {}
         if plan is not None and still_exact(exact, ask.memory.refused_on((ask.model, surface))):
-            logprobs, pre = split_path(parsed.logprobs, plan)
-            parsed = with_first(parsed, logprobs)
+            parsed, pre = read_path(parsed, plan)
         try:
             fold = own_token_fold(style.fold, parsed.logprobs, opts.token_ids, symbols) if exact else style.fold
             rows[i] = read_labels(parsed.logprobs, symbols, content=parsed.content, missing="floor",
