@@ -30,7 +30,7 @@ from .priors import CONTENT_FREE, content_free_prior, debias_prior, examples_pri
 from .prompt import render, symbols_of
 from .questions import MAX_SINGLE_TOKEN_LABELS
 from .readon import CONTINUATION_DEPTH, continue_read, read_on, read_on_lead
-from .readout import divide_prior, humble, read_labels
+from .readout import Readout, divide_prior, humble, read_labels
 from .surfaces.common import check_complete
 from .surfaces.registry import SURFACES, fallback_of
 from .surfaces.wire import Parsed
@@ -166,6 +166,14 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
         if not reads_on:
             raise
         ro = yield from continue_read(ask, surface, messages, fields, extra, symbols, exc, pre=pre)
+    return (yield from _debiased(ask, method, style, surface, (messages, fields, extra), ro, pre))
+
+
+def _debiased(ask: Ask, method: str, style: LabelStyle, surface: str, request: tuple[Any, Any, Any],
+              ro: Readout, pre: Windows) -> Flow[list[float]]:
+    """A read window → the answer: noted, humbled where letters stood in for names, divided by the prior, and
+    read on where a shared prefix leads after the division."""
+    rec, symbols = ask.record, symbols_of(ask.prep, style.fmt)
     rec.readout = ro.debug()
     rec.note("readout", rec.readout)
     if style.fallback:
@@ -176,7 +184,8 @@ def read_tokens(ask: Ask, method: str, style: LabelStyle, surface: str) -> Flow[
         rec.prior = dict(zip(symbols, prior))
         rec.readout["prior"] = rec.prior
     probs = ro.probs if prior is None else divide_prior(ro.probs, prior)
-    if ro.unread and reads_on and (yield from read_on_lead(ask, surface, messages, fields, extra, symbols, ro, probs, pre)):
+    reads_on = style.named_choice and SURFACES[surface].prefill
+    if ro.unread and reads_on and (yield from read_on_lead(ask, surface, *request, symbols, ro, probs, pre)):
         probs = ro.probs if prior is None else divide_prior(ro.probs, prior)
     return probs
 
