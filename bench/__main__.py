@@ -54,6 +54,9 @@ BENCHES: dict[str, Bench] = {
     "heldout_nouls": Bench("heldout_variants.py", "a noul's answer words (yes/no against true/false) on the public "
                            "noul sets; --lodo judges saved runs offline", "~10 min a variant; --lodo seconds",
                            "nouls"),
+    "spam_formats": Bench("heldout_variants.py", "the demo's spam question asked five ways (where the statement "
+                          "and the state go), zero-shot and with its examples, on bench/data/spam.jsonl and the demo's "
+                          "tickets: separation (AUC) and answers each side of 0.5", "~12 min", "spam_formats"),
     "heldout_router": Bench("heldout_router.py", "zero-shot on the public sets: the engine's defaults against a "
                             "bare one-token call and LangChain's structured router, per model", "~10-15 min a set of 30 items"),
     "first_token_names": Bench("first_token_names.py", "option names that share a first token: read on in the "

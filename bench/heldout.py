@@ -163,7 +163,7 @@ def collect(args: argparse.Namespace) -> tuple[list[Decision], dict[str, Any]]:
                 # the product defaults but for calibration (refitted offline): names, debias="auto", layout="auto"
                 # debias=True: the whole prior for every kind, so the saved prior is the whole lean and any
                 # strength (models.DEBIAS_STRENGTH) is applied offline; "auto" saves the prior it divided by
-                client = SystemOneClient(srv.client(), model=srv.model, calibrator=None,
+                client = SystemOneClient(srv.client(), model=srv.model, calibrator=None, layout=args.layout,
                                          debias=True if args.debias == "true" else "auto")
                 t = time.perf_counter()
                 ds = run_set(client, name, sets[name], shots, load_items(name, args.limit, args.extra, args.offset))
@@ -195,6 +195,7 @@ def meta_of(model: str, started: float, load: float, args: argparse.Namespace) -
     return {"date": time.strftime("%Y-%m-%d"), "model": model, "wall_s": round(time.perf_counter() - started, 1),
             "load_at_start": round(load, 2), "load_now": round(os.getloadavg()[0], 2), "limit": args.limit,
             "extra": args.extra, "debias": args.debias,
+            "layout": getattr(args, "asked", args.layout),
             "cpus": os.cpu_count()}
 
 
@@ -239,8 +240,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--debias", choices=("true", "auto"), default="true",
                     help="true: the whole prior for every kind (saved whole, any strength applied offline)")
     ap.add_argument("--model", default="qwen2.5-coder-0.5b", help="the embedded model (jev_shared.local.MODELS)")
+    ap.add_argument("--layout", default="auto", choices=("auto", "state_last", "split", "ask_after"),
+                    help="where the state goes (Options.layout; auto: the product default; ask_after: a noul asked "
+                    "after its state with no system message, heldout_variants.ask_after_state, not an engine layout)")
     ap.add_argument("--raw", type=Path, required=True, help="where every decision is saved (JSON)")
     args = ap.parse_args(argv)
+    if args.layout == "ask_after":
+        from heldout_variants import ask_after_state
+        ask_after_state()
+        args.layout = "state_last"  # saved as asked: meta's layout says ask_after
+        args.asked = "ask_after"
     decisions, meta = collect(args)
     save(args.raw, decisions, meta)
     print(f"wrote {len(decisions)} decisions to {args.raw} ({meta['wall_s'] / 60:.1f} min)", file=sys.stderr)

@@ -256,6 +256,29 @@ def answer_true_false() -> None:
     labels.named_format = named_format  # type: ignore[assignment]
 
 
+def ask_after_state() -> None:
+    """A noul asked as one user turn, the state then ``Is it true that …? Answer yes or no.``, with no system message
+    (patches ``render`` where flows and priors look it up; ``spam_formats``' best zero-shot separation)."""
+    from jev_shared import flows, priors, prompt
+    from jev_shared.questions import example_key
+
+    plain = prompt.render
+
+    def turn(prep: Any, state: Any) -> dict[str, str]:
+        statement = prep.question.instructions.strip().rstrip(".")
+        return {"role": "user", "content": f"Text:\n{prompt.fence_safe(prompt.render_state(state))}\n\n"
+                f"Is it true that {statement[:1].lower()}{statement[1:]}? Answer yes or no."}
+
+    def render(prep: Any, state: Any, **kw: Any) -> list[dict[str, str]]:
+        if prep.kind != "noul" or kw.get("fmt", prompt.LABEL).kind != "label":
+            return plain(prep, state, **kw)
+        shots = [m for ex in prep.examples for m in (
+            turn(prep, ex.state), {"role": "assistant", "content": "yes" if example_key(prep, ex.answer) == "true" else "no"})]
+        return [*shots, turn(prep, state)]
+
+    flows.render = priors.render = render  # type: ignore[assignment]
+
+
 def items_of(name: str, limit: int) -> list[dict[str, Any]]:
     if name not in PROJECT:
         return load_items(name, limit)
@@ -372,7 +395,79 @@ def main_nouls(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-SUBCOMMANDS = {"nouls": main_nouls}
+def _ask_formats() -> dict[str, Callable[..., list[dict[str, str]]]]:
+    """The message builders ``spam_formats`` compares: (statement, state, examples as (state, bool)) → messages."""
+    from jev_shared import Example
+    from jev_shared.prompt import AnswerFormat, render
+    from jev_shared.questions import prepare_question
+
+    def engine(layout: str) -> Callable[..., list[dict[str, str]]]:
+        def build(stmt: str, text: str, ex: list[tuple[str, bool]]) -> list[dict[str, str]]:
+            q = Noul(instructions=stmt, examples=[Example(state=s, answer=a) for s, a in ex] or None)
+            return render(prepare_question("q", q, "logprobs"), text, layout=layout,  # type: ignore[arg-type]
+                          fmt=AnswerFormat(symbols=("yes", "no")))
+        return build
+
+    def turns(ex: list[tuple[str, bool]], text: str, user: Callable[[str], str]) -> list[dict[str, str]]:
+        shots = [m for s, a in ex for m in ({"role": "user", "content": user(s)},
+                                            {"role": "assistant", "content": "yes" if a else "no"})]
+        return shots + [{"role": "user", "content": user(text)}]
+
+    def is_it(stmt: str) -> str:
+        return f"Is it true that {stmt[0].lower()}{stmt[1:]} Answer yes or no."
+    return {
+        "shipped (state_last): the statement in the system message, the state last": engine("state_last"),
+        "layout=\"split\": the state, then the question in a turn of its own": engine("split"),
+        "the question in the system message, the message last": lambda st, text, ex: [
+            {"role": "system", "content": is_it(st)}, *turns(ex, text, lambda s: f"Message:\n{s}")],
+        "statement and question after the message": lambda st, text, ex: turns(
+            ex, text, lambda s: f"Message:\n{s}\n\nStatement: {st}\nIs the statement true of the message? Answer yes or no."),
+        "a question after the message, no system message": lambda st, text, ex: turns(
+            ex, text, lambda s: f"Message:\n{s}\n\n{is_it(st)}"),
+    }
+
+
+def main_spam_formats() -> int:
+    """The demo's spam question asked in five ways on bench/data/spam.jsonl and the demo's five tickets, raw."""
+    import contextlib
+    import io
+    import math
+
+    import httpx
+
+    from jev_shared.local import LocalServer
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root / "examples"))
+    with contextlib.redirect_stdout(io.StringIO()):  # the demo prints its first line as it loads
+        from quickstart import QUESTIONS, TICKETS
+    items = [(r["text"], r["label"]) for r in map(json.loads, (root / "bench/data/spam.jsonl").open())]
+    items += [(t, "FREE cruise" in t) for t in TICKETS]
+    demo = QUESTIONS["spam"]
+    examples = [(e.state, bool(e.answer)) for e in demo.examples or ()]
+    print(f"load average {os.getloadavg()[0]:.1f}; P(yes) from the first token's window, no debias, no calibration")
+    with LocalServer() as srv, httpx.Client(timeout=120) as http:
+        def p_yes(messages: list[dict[str, str]]) -> float:
+            body = {"model": srv.model, "messages": messages, "max_tokens": 1, "temperature": 0, "logprobs": True,
+                    "top_logprobs": 20}
+            top = http.post(srv.base_url + "/chat/completions", json=body).json()["choices"][0]["logprobs"]["content"][0]
+            mass = {w: sum(math.exp(t["logprob"]) for t in top["top_logprobs"] if t["token"].strip().lower() == w)
+                    for w in ("yes", "no")}
+            return mass["yes"] / (mass["yes"] + mass["no"])
+        for name, build in _ask_formats().items():
+            for asked, stmt, ex in (("zero-shot, 'This message is spam.'", "This message is spam.", []),
+                                    ("zero-shot, the demo's wording", demo.instructions, []),
+                                    ("the demo's four examples", demo.instructions, examples)):
+                ps = [p_yes(build(stmt, text, ex)) for text, _ in items]
+                spam = [p for p, (_, lab) in zip(ps, items) if lab]
+                real = [p for p, (_, lab) in zip(ps, items) if not lab]
+                auc = sum((a > b) + 0.5 * (a == b) for a in spam for b in real) / (len(spam) * len(real))
+                print(f"{name} | {asked} | AUC {auc:.3f} | spam above 0.5 {sum(p > 0.5 for p in spam)} of {len(spam)}"
+                      f" | genuine above 0.5 {sum(p > 0.5 for p in real)} of {len(real)} | the demo's tickets "
+                      + " ".join(f"{p:.2f}" for p in ps[-len(TICKETS):]), flush=True)
+    return 0
+
+
+SUBCOMMANDS = {"nouls": main_nouls, "spam_formats": main_spam_formats}
 
 
 if __name__ == "__main__":
