@@ -226,6 +226,27 @@ def read_run(path: Path) -> str:
     return gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
 
 
+def print_noul_table(paths: Sequence[Path]) -> int:
+    """Each saved run's nouls as answered (divided by their prior, uncalibrated), per set and setting, then pooled."""
+    for path in paths:
+        rows = [d for d in json.loads(read_run(path))["decisions"] if d["kind"] == "noul" and d["answered"]]
+        pooled: dict[int, list[float]] = {}
+        for name, shots in dict.fromkeys((d["set"], d["shots"]) for d in rows):
+            got = [(d["answered"].get("true", 0.0), d["label"] == "true") for d in rows
+                   if (d["set"], d["shots"]) == (name, shots)]
+            pos, neg = [p for p, t in got if t], [p for p, t in got if not t]
+            auc = sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / max(1, len(pos) * len(neg))
+            right = sum((p >= 0.5) == t for p, t in got)
+            loss = -sum(math.log(max(1e-6, p if t else 1 - p)) for p, t in got)
+            total = pooled.setdefault(shots, [0, 0, 0.0])
+            total[0], total[1], total[2] = total[0] + right, total[1] + len(got), total[2] + loss
+            print(f"{path.name} {name} {shots}-shot: right {right}/{len(got)}, AUC {auc:.3f}, log loss "
+                  f"{loss / len(got):.3f}, mean P(true) {sum(p for p, _ in got) / len(got):.2f}")
+        for shots, (right, n, loss) in sorted(pooled.items()):
+            print(f"{path.name} pooled {shots}-shot: right {right}/{n}, log loss {loss / n:.3f}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
@@ -243,8 +264,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--layout", default="auto", choices=("auto", "state_last", "split", "ask_after"),
                     help="where the state goes (Options.layout; auto: the product default; ask_after: a noul asked "
                     "after its state with no system message, heldout_variants.ask_after_state, not an engine layout)")
-    ap.add_argument("--raw", type=Path, required=True, help="where every decision is saved (JSON)")
+    ap.add_argument("--raw", type=Path, help="where every decision is saved (JSON)")
+    ap.add_argument("--table", type=Path, nargs="+", help="only print saved runs' yes/no answers per set and setting: "
+                    "right at 0.5, separation (AUC), log loss, mean P(true) (no model)")
     args = ap.parse_args(argv)
+    if args.table:
+        return print_noul_table(args.table)
+    if args.raw is None:
+        ap.error("--raw is required to run")
     if args.layout == "ask_after":
         from heldout_variants import ask_after_state
         ask_after_state()
