@@ -261,9 +261,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--debias", choices=("true", "auto"), default="true",
                     help="true: the whole prior for every kind (saved whole, any strength applied offline)")
     ap.add_argument("--model", default="qwen2.5-coder-0.5b", help="the embedded model (jev_shared.local.MODELS)")
-    ap.add_argument("--layout", default="auto", choices=("auto", "state_last", "split", "ask_after"),
+    ap.add_argument("--layout", default="auto", choices=("auto", "state_last", "split", "ask_after", "ask_after_rules"),
                     help="where the state goes (Options.layout; auto: the product default; ask_after: a noul asked "
-                    "after its state with no system message, heldout_variants.ask_after_state, not an engine layout)")
+                    "after its state with no system message, heldout_variants.ask_after_state, not an engine layout; ask_after_rules: "
+                    "the same with the rules as a system message)")
     ap.add_argument("--raw", type=Path, help="where every decision is saved (JSON)")
     ap.add_argument("--table", type=Path, nargs="+", help="only print saved runs' yes/no answers per set and setting: "
                     "right at 0.5, separation (AUC), log loss, mean P(true) (no model)")
@@ -272,11 +273,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return print_noul_table(args.table)
     if args.raw is None:
         ap.error("--raw is required to run")
-    if args.layout == "ask_after":
+    if args.layout.startswith("ask_after"):
         from heldout_variants import ask_after_state
-        ask_after_state()
-        args.layout = "state_last"  # saved as asked: meta's layout says ask_after
-        args.asked = "ask_after"
+        ask_after_state(rules=args.layout == "ask_after_rules")
+        args.asked, args.layout = args.layout, "state_last"  # saved as asked: meta's layout says which
     decisions, meta = collect(args)
     save(args.raw, decisions, meta)
     print(f"wrote {len(decisions)} decisions to {args.raw} ({meta['wall_s'] / 60:.1f} min)", file=sys.stderr)
