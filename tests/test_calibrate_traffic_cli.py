@@ -4,6 +4,7 @@ the states divided out, written to one file that the client loads and that turns
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,10 @@ def test_states_without_labels_fit_the_lean_and_the_file_loads_into_the_client(l
     finally:
         sdk.close()
     mean_before = sum(before) / len(before)
-    assert f"lean true {mean_before:.2f}" in report
+    # the same mean read again: two passes over one server may differ in the third decimal (its slots batch
+    # requests differently), so the two-decimal figure is compared, not matched as text
+    reported = re.search(r"lean true (\d\.\d\d)", report)
+    assert reported is not None and abs(float(reported.group(1)) - mean_before) <= 0.015, (report, mean_before)
     assert abs(sum(p > 0.5 for p in after) - len(after) / 2) < abs(sum(p > 0.5 for p in before) - len(before) / 2) \
         or abs(mean_before - 0.5) < 0.05
 
