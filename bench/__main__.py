@@ -47,6 +47,9 @@ BENCHES: dict[str, Bench] = {
                              "per set, ECE beside a calibrated model's band", "~1 min, no model", "traffic"),
     "heldout_examples_map": Bench("heldout_strength.py", "offline: the shipped map before the question's own "
                                   "examples' fit, against none, per kind", "~1 min, no model", "examples_map"),
+    "heldout_few_priors": Bench("heldout_strength.py", "offline: the examples' prior from a few of them (each "
+                                "question's first answer in fewer calls) against every example's, per set",
+                                "seconds, no model", "few_priors"),
     "heldout_curve": Bench("heldout_strength.py", "offline: labels -> held-out ECE, log loss and 90% decision sets' "
                            "coverage (pooled and per fit), as jev calibrate fits them", "~1 min, no model", "curve"),
     "heldout_variants": Bench("heldout_variants.py", "ways of asking scores and nouls (level names, digits, "

@@ -226,6 +226,11 @@ def read_run(path: Path) -> str:
     return gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
 
 
+def separation(pos: Sequence[float], neg: Sequence[float]) -> float:
+    """The chance a true item reads above a false one (AUC; ties count half)."""
+    return sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / max(1, len(pos) * len(neg))
+
+
 def print_noul_table(paths: Sequence[Path]) -> int:
     """Each saved run's nouls as answered (divided by their prior, uncalibrated), per set and setting, then pooled."""
     for path in paths:
@@ -235,7 +240,7 @@ def print_noul_table(paths: Sequence[Path]) -> int:
             got = [(d["answered"].get("true", 0.0), d["label"] == "true") for d in rows
                    if (d["set"], d["shots"]) == (name, shots)]
             pos, neg = [p for p, t in got if t], [p for p, t in got if not t]
-            auc = sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / max(1, len(pos) * len(neg))
+            auc = separation(pos, neg)
             right = sum((p >= 0.5) == t for p, t in got)
             loss = -sum(math.log(max(1e-6, p if t else 1 - p)) for p, t in got)
             total = pooled.setdefault(shots, [0, 0, 0.0])

@@ -23,6 +23,15 @@ the question's own examples' temperature) against the same path with no map befo
 
     python -m bench heldout_strength traffic --model qwen2.5-coder-1.5b bench/heldout_runs/*.json*
     python -m bench heldout_strength examples_map --model qwen2.5-coder-1.5b bench/heldout_runs/*.json*
+
+The examples' prior from a few of them (``few_priors``): on the runs that saved every example's held-out answer
+(``meta.heldout_rows``) and the whole prior (``--debias true``), each set with more than ``--calls`` examples judged
+with the prior divided at run time (names that share a first token read on), with the mean of every example's
+held-out answer as saved (first tokens only), with the mean of ``--calls`` of them drawn at random, and with the
+lean those few show toward the options that are not their own answer; the model's strength for the kind, 60
+draws each.
+
+    python -m bench heldout_strength few_priors bench/heldout_runs/*.json*
 """
 
 from __future__ import annotations
@@ -303,7 +312,81 @@ def main_examples_map(argv: Sequence[str]) -> int:
     return studies(argv)
 
 
-SUBCOMMANDS = {"traffic": main_traffic, "examples_map": main_examples_map, "curve": main_curve}
+def _mean_rows(rows: Sequence[Sequence[float]]) -> list[float]:
+    return [sum(col) / len(rows) for col in zip(*rows)]
+
+
+def _off_own(rows: Sequence[Sequence[float]], truths: Sequence[int]) -> list[float]:
+    """Each option's share of the answers whose truth is another option (its own answer left out)."""
+    shares: list[list[float]] = [[] for _ in rows[0]]
+    for row, truth in zip(rows, truths):
+        for j, p in enumerate(row):
+            if j != truth:
+                shares[j].append(p / max(1.0 - row[truth], 1e-6))
+    known = [sum(s) / len(s) for s in shares if s]
+    est = [sum(s) / len(s) if s else sum(known) / len(known) for s in shares]
+    return [e / sum(est) for e in est]
+
+
+def _judged(items: Sequence[tuple[list[float], int]], prior: Sequence[float]) -> tuple[int, float]:
+    right, loss = 0, 0.0
+    for raw, truth in items:
+        p = divide_prior(raw, list(prior))
+        right += max(range(len(p)), key=p.__getitem__) == truth
+        loss -= math.log(max(p[truth], 1e-6))
+    return right, loss
+
+
+def main_few_priors(argv: Sequence[str]) -> int:
+    import json
+
+    from heldout import load_sets, read_run, undivided
+    ap = argparse.ArgumentParser(prog="heldout_strength few_priors")
+    ap.add_argument("raw", type=Path, nargs="+")
+    ap.add_argument("--calls", type=int, default=3)
+    args = ap.parse_args(argv[1:])
+    sets, rng = load_sets(), random.Random(7)
+    for path in args.raw:
+        try:
+            run = json.loads(read_run(path))
+        except (ValueError, OSError):
+            continue
+        if not isinstance(run, dict) or not run.get("meta", {}).get("heldout_rows") or run["meta"].get("debias") == "auto":
+            continue  # a run under debias="auto" saved the prior already powered
+        model = run["meta"].get("model", "qwen2.5-coder-0.5b")
+        for key, saved in run["meta"]["heldout_rows"].items():
+            name, shots = key.split("/")
+            labels, rows = saved["labels"], saved["rows"]
+            shown = sets[name]["examples"] + (sets[name].get("more_examples", []) if shots == "2" else [])
+            ds = [d for d in run["decisions"] if (d["set"], str(d["shots"])) == (name, shots) and d["prior"]]
+            if len(rows) <= args.calls or not ds or len(shown) != len(rows):
+                continue
+            strength = debias_strength(model, ds[0]["kind"], True)
+            items = [([raw[k] for k in labels], labels.index(d["label"])) for d in ds
+                     if (raw := d.get("raw") or undivided(d["answered"], d["prior"]))]
+            truths = [labels.index(str(e["label"])) for e in shown]
+            by_option: dict[int, list[list[float]]] = {}
+            for row, truth in zip(rows, truths):
+                by_option.setdefault(truth, []).append(row)
+            draws = [rng.sample(range(len(rows)), args.calls) for _ in range(60)]
+            whole = [dict(zip(ds[0]["answered"], ds[0]["prior"]))[k] for k in labels]  # as divided at run time
+            cells = {"as divided": [_judged(items, powered(whole, strength))],
+                     "every example's answers": [_judged(items, powered(_mean_rows(
+                         [_mean_rows(g) for g in by_option.values()]), strength))],
+                     f"{args.calls} drawn": [_judged(items, powered(_mean_rows([rows[i] for i in d]), strength))
+                                             for d in draws],
+                     f"{args.calls} drawn, off their own answer": [
+                         _judged(items, powered(_off_own([rows[i] for i in d], [truths[i] for i in d]), strength))
+                         for d in draws],
+                     "none": [_judged(items, [1.0] * len(labels))]}
+            print(f"{path.name} {name} {shots}-shot, {len(rows)} examples, {len(items)} items: " + "; ".join(
+                f"{what} {sum(r for r, _ in got) / len(got):.1f} right, log loss "
+                f"{sum(loss for _, loss in got) / len(got) / len(items):.3f}" for what, got in cells.items()))
+    return 0
+
+
+SUBCOMMANDS = {"traffic": main_traffic, "examples_map": main_examples_map, "curve": main_curve,
+               "few_priors": main_few_priors}
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from heldout import answered_probs, load_items, load_sets, undivided  # noqa: E402  # noqa: E402
+from heldout import answered_probs, load_items, load_sets, separation, undivided  # noqa: E402
 
 from jev_shared import Choice, Noul, Score, SystemOneClient  # noqa: E402
 
@@ -466,7 +466,7 @@ def main_spam_formats() -> int:
                 ps = [p_yes(build(stmt, text, ex)) for text, _ in items]
                 spam = [p for p, (_, lab) in zip(ps, items) if lab]
                 real = [p for p, (_, lab) in zip(ps, items) if not lab]
-                auc = sum((a > b) + 0.5 * (a == b) for a in spam for b in real) / (len(spam) * len(real))
+                auc = separation(spam, real)
                 print(f"{name} | {asked} | AUC {auc:.3f} | spam above 0.5 {sum(p > 0.5 for p in spam)} of {len(spam)}"
                       f" | genuine above 0.5 {sum(p > 0.5 for p in real)} of {len(real)} | the demo's tickets "
                       + " ".join(f"{p:.2f}" for p in ps[-len(TICKETS):]), flush=True)
