@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 from jev_shared import Options
 from jev_shared.gateway.config import GatewayConfig, is_loopback, load_keys
+from jev_shared.gateway.kept_states import checked_path
 from jev_shared.gateway.sets import Calibration, load_calibration
 
 from .backends import MissingExtra, add_backend_args, backends, read_questions
@@ -60,6 +62,11 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--calibration", metavar="FILE", type=text,
                    help="the file jev calibrate writes: its calibration replaces the shipped one, and its decision "
                         "sets put decision_set and abstains on the answers they apply to (docs/decisions.md)")
+    p.add_argument("--keep-states", metavar="FILE", type=text,
+                   help="append each answered request's state to FILE, a line per question ({\"state\": ..., "
+                        "\"question_id\": ...}), for jev calibrate FILE --questions Q (docs/gateway.md)")
+    lim.add_argument("--keep-states-max-bytes", type=positive_int, default=D.keep_states_max_bytes,
+                     help="the most bytes --keep-states writes; then it keeps no more (logged once)")
     p.add_argument("--workers", type=positive_int, default=1,
                    help="gateway processes on one socket (gunicorn's UvicornWorker, POSIX); memory file shared, "
                         "metrics and limits per worker; at most 2 a core and one per 128 MiB of available memory")
@@ -68,7 +75,7 @@ def add_serve(sub: Any) -> None:
 
 
 def _config(args: argparse.Namespace, keys: frozenset[str], warm: Any, stack: ExitStack,
-            calibration: Calibration | None = None) -> GatewayConfig:
+            calibration: Calibration | None = None, kept: Path | None = None) -> GatewayConfig:
     return GatewayConfig(
         backends=backends(args, stack, "serve"), api_keys=keys, max_body_bytes=args.max_body_bytes,
         max_questions=args.max_questions, max_in_flight=args.max_in_flight,
@@ -76,7 +83,8 @@ def _config(args: argparse.Namespace, keys: frozenset[str], warm: Any, stack: Ex
         body_timeout_s=args.body_timeout, keep_alive_s=args.keep_alive_timeout,
         allowed_hosts=frozenset(args.allowed_host), default_timeout_s=args.timeout, layout=args.layout,
         max_concurrency=args.max_concurrency, max_retries=args.max_retries, method=args.method,
-        order=args.order, cache=not args.no_cache, warm=warm, calibration=calibration)
+        order=args.order, cache=not args.no_cache, warm=warm, calibration=calibration, keep_states=kept,
+        keep_states_max_bytes=args.keep_states_max_bytes)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -103,6 +111,11 @@ def run_serve(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"jev serve: --calibration: {exc}", file=sys.stderr)
         return 2
+    try:
+        kept = checked_path(args.keep_states) if args.keep_states else None
+    except (OSError, ValueError) as exc:
+        print(f"jev serve: --keep-states: {exc}", file=sys.stderr)
+        return 2
     if not keys and not is_loopback(args.host):
         print(f"jev serve: refusing to serve {args.host} without API keys; set JEV_API_KEYS or --api-key-file "
               "(or serve on 127.0.0.1)", file=sys.stderr)
@@ -117,7 +130,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise MissingExtra("serve", exc.name or "a gateway dependency", "serve") from None
 
     with ExitStack() as stack:
-        config = _config(args, keys, warm, stack, calibration)
+        config = _config(args, keys, warm, stack, calibration, kept)
         configure_logging(args.log_level)
         if not keys:
             print(f"jev serve: no API keys configured: serving loopback only ({args.host}), without authentication",

@@ -11,6 +11,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,6 +19,7 @@ import openai
 
 from .. import openai_client
 from ..files import read_text
+from .kept_states import MAX_KEPT_BYTES
 from .sets import Calibration
 
 #: Hosts that count as loopback for "no keys, loopback only".
@@ -121,6 +123,10 @@ class GatewayConfig:
     #: ``--calibration FILE`` (:func:`.sets.load_calibration`): its calibration replaces the shipped one, and
     #: its decision sets put ``decision_set`` and ``abstains`` on the answers they apply to. None: neither.
     calibration: Calibration | None = None
+    #: ``--keep-states FILE`` (:mod:`.kept_states`): each answered request's state, a line per question, for
+    #: ``jev calibrate``; None keeps nothing. The file stops growing at ``keep_states_max_bytes``.
+    keep_states: Path | None = None
+    keep_states_max_bytes: int = MAX_KEPT_BYTES
 
     @property
     def auth_required(self) -> bool:

@@ -8,6 +8,7 @@ key: the engine never has more of one request's calls in flight than that.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections import Counter
@@ -18,6 +19,7 @@ from jev_shared import SystemOneResponse, wire_error
 from .config import GatewayConfig
 from .engines import EnginePool
 from .errors import api_error
+from .kept_states import StateLog
 from .observe import Metrics
 from .schema import OptionConflictError, SystemOneRequest, resolve_options
 
@@ -38,6 +40,7 @@ class Gateway:
         #: False while ``--warm`` questions are being prepared (``/healthz`` answers 503 until then).
         self.ready = not config.warm
         self.warmed: dict[str, Any] = {}
+        self.states = StateLog(config.keep_states, config.keep_states_max_bytes) if config.keep_states else None
 
     async def warm_up(self) -> None:
         """Prepare the ``--warm`` questions for every model, then say ready (a failure is logged, and
@@ -111,6 +114,11 @@ class Gateway:
         m.child(m.backend_calls, req.model).inc(resp.usage.n_calls)
         m.child(m.backend_retries, req.model).inc(resp.usage.n_retries)
         m.child(m.questions, req.model).inc(len(resp.answers))
+        if self.states is not None:  # a file it cannot write is logged; the answer still goes out
+            try:
+                await asyncio.to_thread(self.states.keep, req.state, list(resp.answers))
+            except (OSError, TimeoutError) as exc:
+                LOG.error("jev serve: --keep-states %s: %s", self.states.path, exc)
         return resp
 
     async def answer_json(self, req: SystemOneRequest, key: str | None, noted: dict[str, Any]) -> bytes:
