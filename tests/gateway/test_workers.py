@@ -8,6 +8,7 @@ reached the wrong caller would name another request's option.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -28,13 +29,13 @@ CLIENTS, PER_CLIENT = 64, 4
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def start(stub_url: str, workers: int) -> tuple[subprocess.Popen, str]:
+def start(stub_url: str, workers: int, *extra: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "jev_shared.cli", "serve", "--port", str(port), "--workers", str(workers),
          "--backend-url", stub_url, "--model", MODEL, "--no-cache", "--max-retries", "0", "--log-level", "warning",
          # limits are per worker: 64 clients x 2 calls must fit in one worker, however the kernel spreads them
-         "--max-calls-per-key", "256", "--max-in-flight", "256"],
+         "--max-calls-per-key", "256", "--max-in-flight", "256", *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
         env={**os.environ, "JEV_API_KEYS": KEY, "PYTHONPATH": str(ROOT / "src")})
     url = f"http://127.0.0.1:{port}"
@@ -75,6 +76,23 @@ def test_two_workers_answer_64_clients_each_their_own(stub):
     assert_each_got_its_own(results, stub, CLIENTS * PER_CLIENT)
     assert len(set(pids)) == 2
     assert proc.returncode == 0, err
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_two_workers_keep_every_state_on_whole_lines_of_one_file(stub, tmp_path):
+    kept = tmp_path / "states.jsonl"
+    proc, url = start(stub.base_url, 2, "--keep-states", str(kept))
+    try:
+        workers_of(proc.pid, 2)
+        results = crowd(url, CLIENTS, PER_CLIENT, timeout=60)
+    finally:
+        err = stop(proc)
+    assert_each_got_its_own(results, stub, CLIENTS * PER_CLIENT)
+    lines = [json.loads(line) for line in kept.read_text().splitlines()]  # every line whole JSON
+    want = sorted((f"request {n} want=k{n} truth={'yes' if n % 2 else 'no'}", q)
+                  for n in range(CLIENTS * PER_CLIENT) for q in ("route", "flag"))
+    assert sorted((line["state"], line["question_id"]) for line in lines) == want, err
 
 
 @pytest.mark.slow
