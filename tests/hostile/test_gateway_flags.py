@@ -29,7 +29,7 @@ SERVE: dict[str, list[str]] = {
     "--layout": ["sideways"], "--max-concurrency": ["0"], "--max-retries": ["-1", NAN],
     "--method": ["guess"], "--order": ["", "shuffled"], "--warm": ["", "{missing}", "{not_json}"],
     "--calibration": ["", "{missing}", "{not_json}", "{directory}", "{bad_sets}", "{bad_temperature}"],
-    "--keep-states": ["", "{directory}", "{missing_folder}"], "--keep-states-max-bytes": ["0", "-1", NAN],
+    "--keep-states": ["", "{directory}", "{missing_folder}"], "--keep-states-max-bytes": ["0", "-1", NAN, str(64 * 1024 * 1024 + 1)],
     "--workers": ["0", "-2"], "--log-level": ["loud"],
 }
 DECIDE: dict[str, list[str]] = {

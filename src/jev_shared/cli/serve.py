@@ -10,7 +10,7 @@ from typing import Any
 
 from jev_shared import Options
 from jev_shared.gateway.config import GatewayConfig, is_loopback, load_keys
-from jev_shared.gateway.kept_states import checked_path
+from jev_shared.gateway.kept_states import checked_limit, checked_path
 from jev_shared.gateway.sets import Calibration, load_calibration
 
 from .backends import MissingExtra, add_backend_args, backends, read_questions
@@ -110,6 +110,11 @@ def run_serve(args: argparse.Namespace) -> int:
         calibration = load_calibration(args.calibration) if args.calibration else None
     except (OSError, ValueError) as exc:
         print(f"jev serve: --calibration: {exc}", file=sys.stderr)
+        return 2
+    try:
+        checked_limit(args.keep_states_max_bytes)
+    except ValueError as exc:
+        print(f"jev serve: --keep-states-max-bytes: {exc}", file=sys.stderr)
         return 2
     try:
         kept = checked_path(args.keep_states) if args.keep_states else None

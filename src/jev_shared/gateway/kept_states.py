@@ -3,8 +3,9 @@ fits the questions' lean from the traffic the gateway saw (docs/gateway.md).
 
 A line is ``{"state": ..., "question_id": ...}``, what ``jev calibrate FILE --questions Q`` reads as a state with
 no label. Lines are appended under the file's lock (``files.file_lock``), so every worker of ``--workers N`` writes
-whole lines to the one file. The file stops growing at ``--keep-states-max-bytes`` (default 256 MiB): the gateway
-keeps answering, says so once in its log, and keeps nothing more until the file is moved away.
+whole lines to the one file. The file stops growing at ``--keep-states-max-bytes`` (default and most: 64 MiB, what
+``jev calibrate`` reads of a file): the gateway keeps answering, says so once in its log, and keeps nothing more
+until the file is moved away.
 """
 
 from __future__ import annotations
@@ -16,11 +17,18 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..files import file_lock
+from ..files import MAX_READ_BYTES, file_lock
 
-#: The most bytes ``--keep-states`` writes to its file (``--keep-states-max-bytes``).
-MAX_KEPT_BYTES = 256 * 1024 * 1024
+#: The most bytes ``--keep-states`` writes to its file (``--keep-states-max-bytes``): what ``jev calibrate`` reads.
+MAX_KEPT_BYTES = MAX_READ_BYTES
 LOG = logging.getLogger("jev_shared.gateway")
+
+
+def checked_limit(max_bytes: int) -> int:
+    """``--keep-states-max-bytes``, at most what ``jev calibrate`` reads of a file (a ValueError past it)."""
+    if max_bytes > MAX_KEPT_BYTES:
+        raise ValueError(f"{max_bytes} is more than jev calibrate reads of a file ({MAX_KEPT_BYTES} bytes)")
+    return max_bytes
 
 
 def checked_path(path: str | os.PathLike[str]) -> Path:
