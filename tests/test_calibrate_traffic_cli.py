@@ -135,26 +135,3 @@ def test_decide_keep_states_then_calibrate_closes_the_loop_with_no_label(local_s
                  str(plain), "--no-progress", *backend]) == 0
     assert all("state" not in json.loads(line) for line in plain.read_text().splitlines())  # only when asked
 
-
-def test_serve_keep_states_then_calibrate_closes_the_loop_with_no_label(local_server, tmp_path, capsys):
-    import httpx
-
-    from jev_shared.gateway.config import Backend, GatewayConfig
-    from tests.gateway.conftest import running
-
-    rows = spam_rows()
-    kept, questions = tmp_path / "kept.jsonl", tmp_path / "q.json"
-    questions.write_text(json.dumps(SPAM))
-    config = GatewayConfig(backends={local_server.model: Backend(local_server.base_url, local_server.model)},
-                           keep_states=kept, cache=False)
-    with running(config) as url:
-        for r in rows:
-            resp = httpx.post(url + "/v1/systemone", timeout=60,
-                              json={"model": local_server.model, "state": r["text"], "questions": SPAM})
-            assert resp.status_code == 200, resp.text
-    assert [json.loads(line) for line in kept.read_text().splitlines()] == [
-        {"state": r["text"], "question_id": "spam"} for r in rows]
-    out = tmp_path / "cal.json"
-    assert calibrate(local_server, kept, questions, out) == 0
-    assert f"spam: {len(rows)} states; lean true " in capsys.readouterr().out
-    assert set(Calibrator.load(out).biases["spam"]) == {"true", "false"}

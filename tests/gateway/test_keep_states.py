@@ -1,6 +1,7 @@
 """``jev serve --keep-states FILE``: each answered request's state, a line per question, in the form ``jev calibrate``
 reads; nothing for a refused request; whole lines from concurrent writers; a file that stops at its limit while the
-gateway keeps answering; a bad path refused at the door. Over real HTTP on loopback in front of the stub backend."""
+gateway keeps answering; a bad path refused at the door. Over real HTTP on loopback in front of the stub backend,
+and the loop closed on the embedded model: states kept by the gateway, then ``jev calibrate`` on the file."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from jev_shared.calibration import Calibrator
+from jev_shared.cli import main
+from jev_shared.gateway.config import Backend, GatewayConfig
 from jev_shared.gateway.kept_states import StateLog
 from tests.gateway.conftest import KEY, MODEL, config_for, running
 from tests.helpers.cli import jev, one_line_exit_2
@@ -89,3 +93,24 @@ def test_a_limit_of_zero_is_refused_at_the_door():
     out = jev("serve", "--backend-url", "http://127.0.0.1:9/v1", "--model", MODEL, "--keep-states", "x.jsonl",
               "--keep-states-max-bytes", "0", env={"JEV_API_KEYS": KEY})
     one_line_exit_2(out, "--keep-states-max-bytes")
+
+
+@pytest.mark.live
+def test_serve_keep_states_then_calibrate_closes_the_loop_with_no_label(local_server, tmp_path, capsys):
+    rows = [json.loads(line) for line in (Path(__file__).resolve().parents[2] / "bench" / "data" / "spam.jsonl")
+            .read_text().splitlines()]
+    spam = {"spam": {"type": "noul", "instructions": "This message is spam."}}
+    kept, questions, out = tmp_path / "kept.jsonl", tmp_path / "q.json", tmp_path / "cal.json"
+    questions.write_text(json.dumps(spam))
+    config = GatewayConfig(backends={local_server.model: Backend(local_server.base_url, local_server.model)},
+                           keep_states=kept, cache=False)
+    with running(config) as url:
+        for r in rows:
+            resp = httpx.post(url + "/v1/systemone", timeout=60,
+                              json={"model": local_server.model, "state": r["text"], "questions": spam})
+            assert resp.status_code == 200, resp.text
+    assert lines(kept) == [{"state": r["text"], "question_id": "spam"} for r in rows]
+    assert main(["calibrate", str(kept), "--questions", str(questions), "--out", str(out),
+                 "--backend-url", local_server.base_url, "--model", local_server.model]) == 0
+    assert f"spam: {len(rows)} states; lean true " in capsys.readouterr().out
+    assert set(Calibrator.load(out).biases["spam"]) == {"true", "false"}
