@@ -114,3 +114,16 @@ def test_serve_keep_states_then_calibrate_closes_the_loop_with_no_label(local_se
                  "--backend-url", local_server.base_url, "--model", local_server.model]) == 0
     assert f"spam: {len(rows)} states; lean true " in capsys.readouterr().out
     assert set(Calibrator.load(out).biases["spam"]) == {"true", "false"}
+
+
+def test_the_decisions_wire_keeps_its_input_under_each_question_name(stub, tmp_path):
+    kept = tmp_path / "states.jsonl"
+    questions = [{"type": "predicate", "name": "spam", "instructions": "This is spam."},
+                 {"type": "choice", "name": "team", "instructions": "Which team?",
+                  "choices": [{"value": "billing"}, {"value": "technical"}]}]
+    with running(config_for(stub, keep_states=kept)) as url:
+        resp = httpx.post(url + "/v1/decisions", headers=AUTH, timeout=30,
+                          json={"model": MODEL, "input": "refund me want=billing truth=no", "questions": questions})
+    assert resp.status_code == 200, resp.text
+    assert sorted((line["state"], line["question_id"]) for line in lines(kept)) == [
+        ("refund me want=billing truth=no", "spam"), ("refund me want=billing truth=no", "team")]

@@ -315,18 +315,19 @@ async def decide(gw: Gateway, req: DecisionsRequest, key: str | None, noted: dic
     """Every question in one engine call; when the model refuses one, each is asked alone to find which."""
     cal = gw.config.calibration
     sysone, asked = to_systemone(req, ids or engine_ids(req, cal))
+    names = [a.name or qid for a, qid in zip(asked, sysone.questions)]  # --keep-states keeps each by its name
     try:
-        resp = await gw.respond(sysone, key, noted)
+        resp = await gw.respond(sysone, key, noted, names)
         return reply(req.model, asked, list(resp.answers.values()), [resp], cal)
     except ModelRefusalError:
         if len(asked) == 1:
             return reply(req.model, asked, [None], [], cal)
     answers: list[Any] = []
     responses: list[SystemOneResponse] = []
-    for qid, question in sysone.questions.items():
+    for name, (qid, question) in zip(names, sysone.questions.items()):
         alone = sysone.model_copy(update={"questions": {qid: question}})
         try:
-            responses.append(await gw.respond(alone, key, noted))
+            responses.append(await gw.respond(alone, key, noted, [name]))
             answers.append(responses[-1].answers[qid])
         except ModelRefusalError:
             answers.append(None)

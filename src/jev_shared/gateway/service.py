@@ -96,8 +96,11 @@ class Gateway:
             raise api_error("too_many_questions", f"{len(req.questions)} questions in one request; the limit is "
                                                   f"{limit} (--max-questions)", field="questions")
 
-    async def respond(self, req: SystemOneRequest, key: str | None, noted: dict[str, Any]) -> SystemOneResponse:
-        """The engine's response for ``req`` on behalf of ``key``, or an ApiError / engine error."""
+    async def respond(self, req: SystemOneRequest, key: str | None, noted: dict[str, Any],
+                      keep_as: list[str] | None = None) -> SystemOneResponse:
+        """The engine's response for ``req`` on behalf of ``key``, or an ApiError / engine error. With
+        ``--keep-states``, the state is kept under each question's id, or under ``keep_as`` (the Decisions wire's
+        names, in the questions' order)."""
         noted.update(model=req.model, n_questions=len(req.questions))
         self._check_size(req)
         try:
@@ -116,7 +119,7 @@ class Gateway:
         m.child(m.questions, req.model).inc(len(resp.answers))
         if self.states is not None:  # a file it cannot write is logged; the answer still goes out
             try:
-                await asyncio.to_thread(self.states.keep, req.state, list(resp.answers))
+                await asyncio.to_thread(self.states.keep, req.state, keep_as or list(resp.answers))
             except (OSError, TimeoutError) as exc:
                 LOG.error("jev serve: --keep-states %s: %s", self.states.path, exc)
         return resp
