@@ -134,4 +134,3 @@ def test_decide_keep_states_then_calibrate_closes_the_loop_with_no_label(local_s
     assert main(["decide", "--input", str(inp), "--column", "text", "--questions", str(questions), "--output",
                  str(plain), "--no-progress", *backend]) == 0
     assert all("state" not in json.loads(line) for line in plain.read_text().splitlines())  # only when asked
-
