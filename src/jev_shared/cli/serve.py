@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from jev_shared import Options
 from jev_shared.gateway.config import GatewayConfig, is_loopback, load_keys
@@ -16,6 +17,7 @@ from jev_shared.gateway.sets import Calibration, load_calibration
 from .backends import MissingExtra, add_backend_args, backends, read_questions
 from .checks import count, host, port, positive_int, seconds, text
 
+T = TypeVar("T")
 D = GatewayConfig(backends={})  # the documented defaults, read off the config itself
 
 
@@ -87,6 +89,18 @@ def _config(args: argparse.Namespace, keys: frozenset[str], warm: Any, stack: Ex
         keep_states_max_bytes=args.keep_states_max_bytes)
 
 
+class _Refused(Exception):
+    """A flag's file or bound that cannot be used: one line, exit 2."""
+
+
+def _at_door(what: str, read: Callable[[], T]) -> T:
+    """``read()``, or :class:`_Refused` naming ``what`` and why (an OSError or a ValueError)."""
+    try:
+        return read()
+    except (OSError, ValueError) as exc:
+        raise _Refused(f"{what}: {exc}") from None
+
+
 def run_serve(args: argparse.Namespace) -> int:
     if args.workers > 1:
         from jev_shared.gateway.workers import TooManyWorkersError, check_workers
@@ -96,30 +110,14 @@ def run_serve(args: argparse.Namespace) -> int:
         except TooManyWorkersError as exc:
             print(f"jev serve: --workers {exc}", file=sys.stderr)
             return 2
-    try:
-        keys = load_keys(args.api_key_file)
-    except (OSError, ValueError) as exc:
-        print(f"jev serve: API keys: {exc}", file=sys.stderr)  # the file and line, or $JEV_API_KEYS: never the key
-        return 2
-    try:  # read before anything starts (the embedded model, the socket)
-        warm = read_questions(args.warm) if args.warm else None
-    except (OSError, ValueError) as exc:
-        print(f"jev serve: --warm: {exc}", file=sys.stderr)
-        return 2
-    try:
-        calibration = load_calibration(args.calibration) if args.calibration else None
-    except (OSError, ValueError) as exc:
-        print(f"jev serve: --calibration: {exc}", file=sys.stderr)
-        return 2
-    try:
-        checked_limit(args.keep_states_max_bytes)
-    except ValueError as exc:
-        print(f"jev serve: --keep-states-max-bytes: {exc}", file=sys.stderr)
-        return 2
-    try:
-        kept = checked_path(args.keep_states) if args.keep_states else None
-    except (OSError, ValueError) as exc:
-        print(f"jev serve: --keep-states: {exc}", file=sys.stderr)
+    try:  # every file and bound read before anything starts (the embedded model, the socket)
+        keys = _at_door("API keys", lambda: load_keys(args.api_key_file))  # the file and line: never the key
+        warm = _at_door("--warm", lambda: read_questions(args.warm) if args.warm else None)
+        calibration = _at_door("--calibration", lambda: load_calibration(args.calibration) if args.calibration else None)
+        _at_door("--keep-states-max-bytes", lambda: checked_limit(args.keep_states_max_bytes))
+        kept = _at_door("--keep-states", lambda: checked_path(args.keep_states) if args.keep_states else None)
+    except _Refused as exc:
+        print(f"jev serve: {exc}", file=sys.stderr)
         return 2
     if not keys and not is_loopback(args.host):
         print(f"jev serve: refusing to serve {args.host} without API keys; set JEV_API_KEYS or --api-key-file "
