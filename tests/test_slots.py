@@ -97,6 +97,22 @@ def test_a_prompt_with_examples_is_kept_and_a_new_process_asks_nothing_twice(tmp
     assert _computed(second)["team"][0] < _computed(first)["team"][0] / 3  # the prompt came from the file
 
 
+def test_after_prepare_the_first_decision_finds_the_prompt_with_its_examples(tmp_path: Path) -> None:
+    """``prepare`` asks N/A: its first request is the twin, kept at once; the held-out priors that follow take the
+    slot, and the file puts the prompt back, so the first decision reads its state alone, as the second does."""
+    shots = [Example(state="My card was billed twice.", answer="billing"),
+             Example(state="The app crashes.", answer="technical")]
+    question = {"team": Choice(instructions="Which team?", criteria={"billing": "payments", "technical": "bugs"},
+                               examples=shots)}
+    with LocalServer(WIRE_MODEL, prompt_cache=tmp_path / "slots") as srv:
+        client = SystemOneClient(srv.client(), model=srv.model, debias=True, debug=True,
+                                 memory=Memory.load(tmp_path / "memory.json"))
+        assert client.prepare(question).prior_calls == 2
+        first = _computed(client.system_one(STATE, question))["team"][0]
+        second = _computed(client.system_one("Where is my parcel?", question))["team"][0]
+    assert first < 30 and second < 30, (first, second)  # the state and its turn, not the examples again
+
+
 def test_a_file_the_server_cannot_restore_is_removed_and_kept_anew(tmp_path: Path) -> None:
     with LocalServer(WIRE_MODEL, prompt_cache=tmp_path) as srv:
         expected = SystemOneClient(srv.client(), model=srv.model).system_one(STATE, QUESTIONS)

@@ -224,10 +224,9 @@ class SlotCache:
         if key is None or not (keep or key in self._pending):
             return None
         with self._lock:
-            if not _is_twin(call):
-                if keep and call.prompt is not None and call.prompt.examples:
-                    self._restore_after.add(key)
-                    return call
+            if keep and call.prompt is not None and call.prompt.examples:
+                self._restore_after.add(key)  # its twin or not (``prepare`` asks N/A: the twin is the first request)
+            elif not _is_twin(call):
                 if keep:
                     self._pending[key] = call
                 return None
