@@ -111,6 +111,11 @@ def test_after_prepare_the_first_decision_finds_the_prompt_with_its_examples(tmp
         first = _computed(client.system_one(STATE, question))["team"][0]
         second = _computed(client.system_one("Where is my parcel?", question))["team"][0]
     assert first < 30 and second < 30, (first, second)  # the state and its turn, not the examples again
+    with LocalServer(WIRE_MODEL, prompt_cache=tmp_path / "slots") as srv:  # the file kept, the priors forgotten
+        client = SystemOneClient(srv.client(), model=srv.model, debias=True, debug=True, memory=Memory())
+        assert client.prepare(question).prior_calls == 2  # asked again: they take the slot the file was restored in
+        first = _computed(client.system_one(STATE, question))["team"][0]
+    assert first < 30, first
 
 
 def test_a_file_the_server_cannot_restore_is_removed_and_kept_anew(tmp_path: Path) -> None:

@@ -90,7 +90,8 @@ class SlotCache:
         self._slot: dict[str, int] = {}  # prompt key → its slot on this server (the first n_slots prompts)
         self._restored: set[str] = set()  # prompts restored from a file into their slot on this server
         self._rekeep: set[str] = set()  # restored prompts whose answer failed the readout: kept anew
-        #: prompts with examples kept in this call: their held-out priors take the slot after, so settle() restores them
+        #: prompts with examples kept or restored in this call: held-out priors take the slot after, so settle()
+        #: restores them
         self._restore_after: set[str] = set()
         #: prompt key → its first request, answered, its slot not yet saved: the debias prior's N/A call, pinned
         #: to the slot, is the twin the slot is saved after (one request fewer); else one of its own
@@ -134,6 +135,8 @@ class SlotCache:
             return False
         with self._lock:
             self._restored.add(key)
+            if call.prompt is not None and call.prompt.examples:  # held-out priors not remembered would take the slot
+                self._restore_after.add(key)
         try:
             os.utime(self.file(key))  # used now: the oldest-first pruning drops the files not in use
         except OSError:
@@ -239,8 +242,8 @@ class SlotCache:
 
     def settle(self) -> None:
         """Keep each prompt still pending with a twin of its own (no prior asked it), and put back each prompt with
-        examples kept in this call into its slot from its file (a millisecond: its held-out priors took the slot, and
-        the next decision would read the examples again): the call is finished."""
+        examples kept or restored in this call into its slot from its file (a millisecond: its held-out priors took the
+        slot, and the next decision would read the examples again): the call is finished."""
         with self._lock:
             pending, self._pending = list(self._pending.values()), {}
             back, self._restore_after = [(k, self._slot[k]) for k in self._restore_after if k in self._slot], set()
