@@ -93,16 +93,22 @@ def child(row: str, model: str, folder: Path, concurrency: int | None = None) ->
         return first
 
 
+def _questions(resp: Any) -> dict[str, Any]:
+    """Each question's debug, and a choice asked in both orders its reversed reading's as ``<id> (reversed)``."""
+    reversed_ = (resp.debug.get("reversed") or {}).get("questions") or {}
+    return {**resp.debug["questions"], **{f"{q} (reversed)": info for q, info in reversed_.items()}}
+
+
 def _ms(resp: Any) -> dict[str, list[int]]:
     """Per question, each reply's server time (prompt and generation, llama.cpp's ``timings``), in ms."""
     return {q: [round(a["data"].get("timings", {}).get("prompt_ms", 0) + a["data"].get("timings", {}).get(
-        "predicted_ms", 0)) for a in info["attempts"] if a["kind"] == "response"] for q, info in resp.debug["questions"].items()}
+        "predicted_ms", 0)) for a in info["attempts"] if a["kind"] == "response"] for q, info in _questions(resp).items()}
 
 
 def _reads(resp: Any) -> dict[str, list[int]]:
     """Per question, the prompt tokens each reply had the server read anew, in the order sent."""
     return {q: [a["data"].get("timings", {}).get("prompt_n", 0) for a in info["attempts"] if a["kind"] == "response"]
-            for q, info in resp.debug["questions"].items()}
+            for q, info in _questions(resp).items()}
 
 
 def _count_loopback(slots: Any) -> list[int]:

@@ -398,7 +398,7 @@ def main_orders(argv: Sequence[str]) -> int:
 
         sets = load_sets()
         with LocalServer(args.model) as srv, args.raw.open("a") as out:
-            client = SystemOneClient(srv.client(), model=srv.model, memory=Memory())
+            client = SystemOneClient(srv.client(), model=srv.model, memory=Memory(), order="listed")
             for shots in (int(x) for x in args.shots.split(",")):
                 for name in args.sets.split(","):
                     for row in order_rows(client, name, sets[name], shots, load_items(name, args.limit)):

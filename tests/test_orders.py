@@ -1,4 +1,5 @@
-"""order="both": a choice asked with its options as listed and reversed, combined so the order cannot move it."""
+"""order="both": a choice asked with its options as listed and reversed, combined so the order cannot move it;
+order="auto" (the default): so for a choice asked with examples, on a backend that says a second reading is cheap."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import pytest
 
 from jev_shared import Choice, ChoiceAnswer, Example, Noul, NoulAnswer, SystemOneClient, SystemOneResponse, Usage
 from jev_shared.orders import combined, reversed_question
+from tests.helpers import provider, windows
 
 TEAM = {"billing": "Payments, charges and refunds", "technical": "Bugs, crashes and errors",
         "sales": "Quotes, pricing and new plans"}
@@ -24,10 +26,10 @@ def test_a_choice_reverses_its_options_and_its_own_examples_and_nothing_else_is_
 
 
 def test_two_readings_combine_by_their_geometric_mean_in_the_listed_order():
-    listed = SystemOneResponse(model="m", usage=Usage(n_calls=2), answers={
+    listed = SystemOneResponse(model="m", usage=Usage(n_calls=2), debug={"prior_calls": {"team": 2, "spam": 3}}, answers={
         "team": ChoiceAnswer(choice="a", probabilities={"a": 0.6, "b": 0.3, "c": 0.1}, confidence=0.4),
         "spam": NoulAnswer(noul=0.2)})
-    flipped = SystemOneResponse(model="m", usage=Usage(n_calls=1), answers={
+    flipped = SystemOneResponse(model="m", usage=Usage(n_calls=1), debug={"prior_calls": {"team": 2}}, answers={
         "team": ChoiceAnswer(choice="b", probabilities={"c": 0.1, "b": 0.6, "a": 0.3}, confidence=0.4)})
     both = combined(listed, flipped, "peak")
     team = both.answers["team"]
@@ -37,9 +39,49 @@ def test_two_readings_combine_by_their_geometric_mean_in_the_listed_order():
     assert sum(team.probabilities.values()) == pytest.approx(1.0)
     assert both.answers["spam"] == listed.answers["spam"] and both.usage.n_calls == 3
     assert both.debug["orders"] == {"team": {"listed": "a", "reversed": "b"}}
+    assert both.debug["prior_calls"] == {"team": 4, "spam": 3}  # the reversed prompt's priors counted too
 
 
-def test_an_order_that_is_not_one_of_the_two_is_refused_at_the_constructor():
+def _asked(body: dict) -> tuple[list[str], list[str]]:
+    """(the options as the system message lists them, the example states in the order they are shown)."""
+    system = body["messages"][0]["content"]
+    options = [k for k in TEAM if f"\n{k}:" in system]
+    options.sort(key=lambda k: system.index(f"\n{k}:"))
+    shown = [m["content"].rsplit("\n", 1)[-1] for m in body["messages"][1:-1] if m["role"] == "user"]
+    return options, shown
+
+
+def test_auto_asks_a_choice_with_examples_in_both_orders_with_every_example_reversed():
+    """The client's example, the call's and the question's own: the second request shows all three, reversed, and
+    lists the options reversed; the zero-shot noul beside it is asked once."""
+    fake = provider(windows([("billing", -0.2), ("technical", -2.0), ("sales", -3.0), ("yes", -0.3), ("no", -1.5)]),
+                    orders=True)
+    client = SystemOneClient(fake, model="m", debias=False,
+                             examples={"team": [Example(state="client", answer="billing")]})
+    team = Choice(instructions="Which team?", criteria=TEAM, examples=[Example(state="own", answer="sales")])
+    resp = client.system_one("x", {"team": team, "spam": Noul(instructions="spam")},
+                             examples={"team": [Example(state="call", answer="technical")]})
+    asked = [_asked(b) for b in fake.wire.bodies if "Which team?" in b["messages"][0]["content"]]
+    assert asked == [(["billing", "technical", "sales"], ["client", "call", "own"]),
+                     (["sales", "technical", "billing"], ["own", "call", "client"])]
+    assert len(fake.wire) == 3 and set(resp.debug["orders"]) == {"team"}
+
+
+@pytest.mark.parametrize("orders, examples, order, calls", [
+    (True, False, "auto", 1),   # zero-shot: asked once (both orders gained within noise there)
+    (False, True, "auto", 1),   # a backend that does not say so (a hosted model: a second call costs money)
+    (True, True, "listed", 1),
+    (False, False, "both", 2),  # asked for: always
+])
+def test_auto_asks_once_where_it_does_not_pay(orders, examples, order, calls):
+    fake = provider(windows([("billing", -0.2), ("technical", -2.0), ("sales", -3.0)]), orders=orders)
+    shots = [Example(state="a", answer="billing"), Example(state="b", answer="technical")] if examples else None
+    SystemOneClient(fake, model="m", debias=False, order=order).system_one(
+        "x", {"team": Choice(instructions="Which team?", criteria=TEAM, examples=shots)})
+    assert len(fake.wire) == calls
+
+
+def test_an_order_that_is_not_one_of_the_three_is_refused_at_the_constructor():
     with pytest.raises(ValueError, match="order: must be one of"):
         SystemOneClient(None, model="m", api="chat_completions", order="shuffled")
 
@@ -69,10 +111,31 @@ def test_reversing_the_users_options_moves_nothing_when_both_orders_are_read(loc
     assert set(one.debug["orders"]) == {"team"}
 
 
+@pytest.mark.live
+def test_by_default_the_embedded_model_reads_a_choice_with_examples_in_both_orders(local_server):
+    """order="auto": the examples' order and the options' order, both reversed by the user, move nothing."""
+    shots = [Example(state="My card was billed twice.", answer="billing"),
+             Example(state="The app crashes on start.", answer="technical"),
+             Example(state="How much is the premium plan?", answer="sales")]
+    state = "I was charged twice for my subscription, please refund me."
+    sdk = local_server.client()
+    try:
+        client = SystemOneClient(sdk, model=local_server.model, max_concurrency=1)
+        one = client.system_one(state, {"team": Choice(instructions="Which team?", criteria=TEAM, examples=shots)})
+        rev = Choice(instructions="Which team?", criteria=dict(reversed(list(TEAM.items()))), examples=shots[::-1])
+        two = client.system_one(state, {"team": rev})
+    finally:
+        sdk.close()
+    assert set(one.debug["orders"]) == {"team"} == set(two.debug["orders"])
+    for k in TEAM:
+        assert one.answers["team"].probabilities[k] == pytest.approx(two.answers["team"].probabilities[k], abs=0.06)
+
+
 def test_the_gateway_builds_its_engine_clients_with_the_order_it_was_started_with():
     from jev_shared.gateway.config import Backend, GatewayConfig
     from jev_shared.gateway.engines import EnginePool
 
+    assert GatewayConfig(backends={}).order == "auto"
     for order in ("listed", "both"):
         pool = EnginePool(GatewayConfig(backends={"m": Backend("http://127.0.0.1:9/v1", "m")}, cache=False,
                                         order=order))

@@ -35,10 +35,17 @@ def _client(srv: LocalServer) -> SystemOneClient:
     return SystemOneClient(srv.client(), model=srv.model, debug=True)
 
 
-def _computed(resp: Any) -> dict[str, list[int]]:
-    """Per question, the prompt tokens each of its replies had the server read anew."""
+def _computed(resp: Any, reading: str | None = None) -> dict[str, list[int]]:
+    """Per question, the prompt tokens each of its replies had the server read anew (``reading="reversed"``: those
+    of the choices asked a second time, reversed)."""
+    questions = (resp.debug[reading] if reading else resp.debug)["questions"]
     return {qid: [a["data"]["timings"]["prompt_n"] for a in info["attempts"] if a["kind"] == "response"]
-            for qid, info in resp.debug["questions"].items()}
+            for qid, info in questions.items()}
+
+
+def _both_orders(resp: Any) -> list[int]:
+    """The prompt tokens the choice's first reply read anew, as listed and reversed."""
+    return [_computed(resp)["team"][0], _computed(resp, "reversed")["team"][0]]
 
 
 def _holds(path: Path, ids: list[int]) -> bool:
@@ -79,7 +86,8 @@ def test_a_prompt_with_examples_is_kept_and_a_new_process_asks_nothing_twice(tmp
     question = {"team": QUESTIONS["team"]}
     path, folder = tmp_path / "memory.json", tmp_path / "slots"
     with LocalServer(WIRE_MODEL, prompt_cache=folder) as srv:
-        cold = SystemOneClient(srv.client(), model=srv.model, debias=True, debug=True, memory=Memory.load(path))
+        cold = SystemOneClient(srv.client(), model=srv.model, debias=True, debug=True, memory=Memory.load(path),
+                               order="listed")  # one prompt (the default asks a choice with examples reversed too)
         first = cold.system_one(STATE, question, examples={"team": shots})
         assert first.debug["prior_calls"]["team"] == 2  # one per example, once
         again = cold.system_one("Where is my parcel?", question, examples={"team": shots})
@@ -89,7 +97,8 @@ def test_a_prompt_with_examples_is_kept_and_a_new_process_asks_nothing_twice(tmp
     assert len(files) == 1
     assert _holds(files[0], example) and not _holds(files[0], state)  # the examples are there, the user's state never
     with LocalServer(WIRE_MODEL, prompt_cache=folder) as srv:  # a new server and memory: as a new process meets them
-        warm = SystemOneClient(srv.client(), model=srv.model, debias=True, debug=True, memory=Memory.load(path))
+        warm = SystemOneClient(srv.client(), model=srv.model, debias=True, debug=True, memory=Memory.load(path),
+                               order="listed")
         second = warm.system_one(STATE, question, examples={"team": shots})
     assert second.usage.n_calls == 1 and not second.debug.get("prior_calls", {}).get("team")
     # the same answer; its figures to a few hundredths (the state read on a restored cache, not in one batch with it)
@@ -99,7 +108,8 @@ def test_a_prompt_with_examples_is_kept_and_a_new_process_asks_nothing_twice(tmp
 
 def test_after_prepare_the_first_decision_finds_the_prompt_with_its_examples(tmp_path: Path) -> None:
     """``prepare`` asks N/A: its first request is the twin, kept at once; the held-out priors that follow take the
-    slot, and the file puts the prompt back, so the first decision reads its state alone, as the second does."""
+    slot, and the file puts the prompt back, so the first decision reads its state alone, as the second does; so
+    for both orders (the default asks a choice with examples reversed too, a prompt and a slot of its own)."""
     shots = [Example(state="My card was billed twice.", answer="billing"),
              Example(state="The app crashes.", answer="technical")]
     question = {"team": Choice(instructions="Which team?", criteria={"billing": "payments", "technical": "bugs"},
@@ -107,15 +117,14 @@ def test_after_prepare_the_first_decision_finds_the_prompt_with_its_examples(tmp
     with LocalServer(WIRE_MODEL, prompt_cache=tmp_path / "slots") as srv:
         client = SystemOneClient(srv.client(), model=srv.model, debias=True, debug=True,
                                  memory=Memory.load(tmp_path / "memory.json"))
-        assert client.prepare(question).prior_calls == 2
-        first = _computed(client.system_one(STATE, question))["team"][0]
-        second = _computed(client.system_one("Where is my parcel?", question))["team"][0]
-    assert first < 30 and second < 30, (first, second)  # the state and its turn, not the examples again
+        assert client.prepare(question).prior_calls == 4  # two held out, in each order
+        first, second = (_both_orders(client.system_one(state, question)) for state in (STATE, "Where is my parcel?"))
+    assert max(first + second) < 30, (first, second)  # the state and its turn, not the examples again
     with LocalServer(WIRE_MODEL, prompt_cache=tmp_path / "slots") as srv:  # the file kept, the priors forgotten
         client = SystemOneClient(srv.client(), model=srv.model, debias=True, debug=True, memory=Memory())
-        assert client.prepare(question).prior_calls == 2  # asked again: they take the slot the file was restored in
-        first = _computed(client.system_one(STATE, question))["team"][0]
-    assert first < 30, first
+        assert client.prepare(question).prior_calls == 4  # asked again: they take the slots the files were restored in
+        first = _both_orders(client.system_one(STATE, question))
+    assert max(first) < 30, first
 
 
 def test_a_file_the_server_cannot_restore_is_removed_and_kept_anew(tmp_path: Path) -> None:

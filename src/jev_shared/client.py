@@ -103,12 +103,17 @@ class _ClientCore:
         return self._planner.own_calibrations
 
     def _plans(self, state: Any, questions: Mapping[str, Any], debug: bool | None, options: Any) -> list[Plan]:
-        """The call's plan, and with ``order="both"`` a second one for its choices reversed (:mod:`orders`)."""
+        """The call's plan, and where a choice is asked in both orders a second one for those choices reversed, each
+        with every example it is asked with (its own, the client's, the call's) in reverse order (:mod:`orders`)."""
         plan = self._planner.plan(state, questions, debug=debug, **options)
-        if self.options.order != "both" or self.options.hosted:
+        order = self.options.order
+        if order == "listed" or self.options.hosted or order == "auto" and not self.backend.orders:
             return [plan]
-        flipped = reversed_questions(questions)
-        return [plan, self._planner.plan(state, flipped, debug=debug, **options)] if flipped else [plan]
+        flipped = reversed_questions(questions, plan.preps, with_examples_only=order == "auto")
+        if not flipped:
+            return [plan]
+        rest = {k: v for k, v in options.items() if k != "examples"}  # carried by the reversed questions
+        return [plan, self._planner.plan(state, flipped, debug=debug, shared=False, **rest)]
 
     def _finish(self, plans: list[Plan], outcomes: list[Any]) -> SystemOneResponse:
         """One response: the plan's, with each choice's two orders combined where there is a second plan."""
@@ -125,9 +130,12 @@ class _ClientCore:
         self._planner.check(questions, state, **options)
 
     def preview(self, state: Any, questions: Mapping[str, Any], **options: Unpack[CallOptions]) -> list[dict[str, Any]]:
-        """The first request each question would send, and its input tokens where the server can count
-        them (the only I/O: the server's own tokenizer, where the client carries one; no decision call)."""
-        return self._planner.preview(state, questions, **options)
+        """The first request each question would send (a choice asked in both orders: each order's, the reversed
+        marked ``"order": "reversed"``), and its input tokens where the server can count them (the only I/O: the
+        server's own tokenizer, where the client carries one; no decision call)."""
+        plans = self._plans(state, questions, False, options)
+        out = self._planner.preview_plan(plans[0])
+        return out + [{**call, "order": "reversed"} for plan in plans[1:] for call in self._planner.preview_plan(plan)]
 
 
 #: guards every client's lazily built thread pool

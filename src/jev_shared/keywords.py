@@ -30,7 +30,7 @@ class Keywords:
         structured_outputs: bool = True, max_retries: int = 3, timeout: float | None = None, debug: bool = False,
         calibrator: Calibrator | str | None = "auto", memory: Memory | None = None,
         sets: DecisionSets | Mapping[str, DecisionSets] | None = None, backend: Backend | None = None,
-        order: str = "listed",
+        order: str = "auto",
     ) -> None:
         options = Options.checked(
             model=model, method=method, mode=mode, auto_threshold=auto_threshold, api=api, confidence=confidence,

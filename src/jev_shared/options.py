@@ -26,7 +26,7 @@ Mode = Literal["system1", "system2", "auto"]
 LabelStyle = Literal["letters", "names"]
 Layout = Literal["auto", "state_last", "split", "fused"]
 Missing = Literal["zero", "floor"]
-Order = Literal["listed", "both"]
+Order = Literal["auto", "listed", "both"]
 MODES: tuple[str, ...] = get_args(Mode)
 LABEL_STYLES: tuple[str, ...] = get_args(LabelStyle)
 CONFIDENCES: tuple[str, ...] = get_args(ConfidenceKind)
@@ -88,8 +88,10 @@ class Options:
     #: every response carries the per-question debug detail
     debug: bool = False
     #: a choice asked with its options as listed ("listed"), or as listed and reversed, the two answers combined
-    #: so the options' order cannot move the answer ("both": a second call per choice; :mod:`orders`)
-    order: Order = "listed"
+    #: so neither the options' nor the examples' order can move the answer ("both": a second call per choice;
+    #: :mod:`orders`); "auto": both for a choice with examples where the backend says so (``Backend.orders``), else
+    #: as listed
+    order: Order = "auto"
     #: Set per call by the client, not by users: the first token id of each answer word's spellings,
     #: where the server reads those tokens exactly (``LocalServer``'s llama.cpp, :mod:`exact`).
     token_ids: Mapping[str, int] | None = None

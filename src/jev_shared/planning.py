@@ -130,11 +130,13 @@ class Planner:
     def checked(self, state: Any, questions: Mapping[str, Any], *, method: str | None = None,
                 mode: str | None = None, labels: str | None = None, examples: Any = None,
                 timeout: float | None = None, layout: str | None = None, top_logprobs: int | None = None,
-                max_concurrency: int | None = None) -> tuple[Options, list[Prepared]]:
-        """This call's options and prepared questions: everything validated before any request."""
+                max_concurrency: int | None = None, shared: bool = True) -> tuple[Options, list[Prepared]]:
+        """This call's options and prepared questions: everything validated before any request (``shared``: the
+        client's own examples merged in; False where the questions carry them already, reversed: orders.py)."""
         opts = self._for_call(method, mode, labels, layout, top_logprobs, max_concurrency)
         check_timeout(timeout, InvalidQuestionError)
-        preps = prepare_questions(state, questions, opts.method, opts.examples, examples, opts.labels)
+        preps = prepare_questions(state, questions, opts.method, opts.examples if shared else None, examples,
+                                  opts.labels)
         self._refuse_what_the_surface_cannot_carry(opts, examples)
         self._refuse_sets_of_other_options(preps)
         return opts, preps
@@ -186,7 +188,10 @@ class Planner:
 
     def preview(self, state: Any, questions: Mapping[str, Any], **options: Any) -> list[dict[str, Any]]:
         """The first request each question would send, and its input tokens where the server can count them."""
-        plan = self.plan(state, questions, debug=False, **options)
+        return self.preview_plan(self.plan(state, questions, debug=False, **options))
+
+    def preview_plan(self, plan: Plan) -> list[dict[str, Any]]:
+        """A planned call's first requests (:meth:`preview`), its flows closed unsent."""
         return preview_calls(plan.preps, plan.flows, self.tokenize)
 
     def finish(self, plan: Plan, outcomes: list[Any]) -> SystemOneResponse:

@@ -105,8 +105,9 @@ class GatewayConfig:
     #: The engine's readout. "auto" learns per model (logprobs, else structured JSON) and remembers;
     #: "logprobs" pins it for backends known to return logprobs (vLLM, SGLang, llama.cpp).
     method: str = "auto"
-    #: "both": each choice also asked with its options reversed, the readings combined (the engine's ``order``).
-    order: str = "listed"
+    #: "both": each choice also asked with its options reversed, the readings combined; "auto": so for a choice with
+    #: examples on a backend that asks for it (the engine's ``order``).
+    order: str = "auto"
     #: Engine defaults per request; a request's own options override them.
     layout: str = "state_last"
     max_concurrency: int = 8

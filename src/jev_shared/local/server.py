@@ -145,7 +145,8 @@ class LocalServer:
         """What the engine knows about this server, attached to its clients (and their SDK copies) by :meth:`mark`."""
         # llama.cpp reads the labels' own tokens, not a window (exact.py)
         return Backend(name=self.backend_name, surfaces=("chat_completions",), tokenize=self.tokenize,
-                       pieces=self.pieces, slots=self._slots, user_cache=True, exact_readout=True)
+                       pieces=self.pieces, slots=self._slots, user_cache=True, exact_readout=True,
+                       orders=True)
 
     @property
     def slots(self) -> Any:
