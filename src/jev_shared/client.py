@@ -159,7 +159,7 @@ class SystemOneClient(Keywords, _ClientCore):
                                                 budget=plan.budget)
         slots = self._slots
         if slots is not None:
-            send = slots.wrap(send, [r for p in plans for r in p.first_requests()])
+            send = slots.wrap(send, plans[0].first_requests(*plans[1:]))
         flows = [f for p in plans for f in p.flows]
         pool = self._pool(plan.concurrency) if len(flows) > 1 or plan.budget.deadline is not None else None
         try:
@@ -231,7 +231,7 @@ class AsyncSystemOneClient(Keywords, _ClientCore):
                                                            budget=plan.budget)
         slots = self._slots
         if slots is not None:
-            send = slots.awrap(send, [r for p in plans for r in p.first_requests()])
+            send = slots.awrap(send, plans[0].first_requests(*plans[1:]))
         jobs = [partial(drive.adrive, flow, send, sem, self._in_flight()) for p in plans for flow in p.flows]
         try:
             outcomes = await drive.run_tasks(jobs, scout=plan.scout, budget=plan.budget)

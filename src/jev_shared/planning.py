@@ -73,21 +73,25 @@ class Plan:
     concurrency: int = 8
     layout: dict[str, Any] | None = None
 
-    def first_requests(self) -> list[Call]:
-        """Each flow's first request, taken now (a flow does no I/O) where they all leave at once (two or more, no
-        scout wave, none held back by ``concurrency``); the flows then yield them first, as they would have. Empty
-        otherwise. The kept prompts (local/slots.py) order a first decision's requests by them."""
-        if self.scout or len(self.flows) < 2 or self.concurrency < len(self.flows):
+    def first_requests(self, *others: Plan) -> list[Call]:
+        """Each flow's first request, of this plan and of ``others`` driven with it (a call's choices reversed),
+        taken now (a flow does no I/O) where they all leave at once (two or more, no scout wave, none held back by
+        ``concurrency``); the flows then yield them first, as they would have. Empty otherwise. The kept prompts
+        (local/slots.py) order a first decision's requests by them."""
+        plans = (self, *others)
+        flows = sum(len(p.flows) for p in plans)
+        if any(p.scout for p in plans) or flows < 2 or self.concurrency < flows:
             return []
         firsts: list[Call] = []
-        for i, flow in enumerate(self.flows):
-            try:
-                call = next(flow)
-            except BaseException as exc:  # noqa: BLE001 - the flow ended before asking: it ends so when driven
-                self.flows[i] = _ended(exc)
-            else:
-                firsts.append(call)
-                self.flows[i] = _resumed(call, flow)
+        for plan in plans:
+            for i, flow in enumerate(plan.flows):
+                try:
+                    call = next(flow)
+                except BaseException as exc:  # noqa: BLE001 - the flow ended before asking: it ends so when driven
+                    plan.flows[i] = _ended(exc)
+                else:
+                    firsts.append(call)
+                    plan.flows[i] = _resumed(call, flow)
         return firsts
 
 

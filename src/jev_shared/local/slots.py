@@ -14,6 +14,8 @@ in a millisecond (``/slots/{id}?action=save|restore``). This keeps one file per 
   (:meth:`SlotCache.settle`, the clients', once the call's flows have ended); about 0.1 s, once a prompt. So a
   file holds the developer's question, its examples and ``N/A``, never a user's state: the saved tokens are checked
   against the twin's own, and a file that holds anything else (another request took the slot first) is deleted;
+* a prompt with no file of its own starts its slot from the kept file used last (:meth:`SlotCache.seed`): every
+  question's prompt begins with the same rules, which the server then finds there instead of reading them again;
 * a question's examples are part of its prompt, written with the question (a prompt with examples is the one a
   new process reads longest: the demo's three took 26-34 s each on a loaded 2-core machine); the files are the
   user's own (``0o700`` folder), as the memory is; prompts past the server's slots are not kept.
@@ -143,6 +145,18 @@ class SlotCache:
             pass
         return True
 
+    def seed(self, call: Call) -> None:
+        """Start a prompt's new slot (it has no file of its own yet) from the kept file used last: every question's
+        prompt begins with the same rules (about 50 tokens), which the server then finds there and does not read
+        again. Only a file checked against its SHA-256 is restored; none, or one the server refuses, costs nothing."""
+        slot = (call.kwargs.get("extra_body") or {}).get("id_slot")
+        stats = sorted(_stats(self.folder), reverse=True) if self.folder.is_dir() else []
+        if not isinstance(slot, int) or not stats:
+            return
+        key = stats[0][2].stem
+        if _verified(self.file(key), self.checksum(key)):
+            self._action(slot, "restore", key)
+
     def distrust(self, call: Call) -> None:
         """A repair turn of a restored prompt (its answer failed the readout): the file is removed and the
         slot erased before the repair is read, and the prompt's next request keeps it anew. No answer
@@ -265,6 +279,8 @@ class SlotCache:
             call, slot, keep = self.plan(call)
             if slot is not None and not self.restore(call, slot):
                 keep = True
+            elif slot is None and keep:
+                self.seed(call)
             reply = send(call)
             due = self.after(call, keep)
             if due is not None:
@@ -286,6 +302,8 @@ class SlotCache:
             call, slot, keep = self.plan(call)
             if slot is not None and not await asyncio.to_thread(self.restore, call, slot):
                 keep = True
+            elif slot is None and keep:
+                await asyncio.to_thread(self.seed, call)
             reply = await asend(call)
             due = self.after(call, keep)
             if due is not None:
