@@ -38,9 +38,9 @@ BENCHES: dict[str, Bench] = {
     "heldout_orders": Bench("heldout.py", "each choice asked with its options as listed and reversed: answers "
                             "reversing moves, right as listed / reversed / both orders combined (order=\"both\"), "
                             "calls and p50", "~10 min a set of 60 items (--table: seconds)", "orders"),
-    "heldout_orders_ece": Bench("heldout_orders_ece.py", "offline: a heldout_orders run's ECE as listed, reversed "
+    "heldout_orders_ece": Bench("heldout_strength.py", "offline: a heldout_orders run's ECE as listed, reversed "
                                 "and both orders combined, pooled and per set, beside a calibrated model's band",
-                                "seconds, no model"),
+                                "seconds, no model", "orders_ece"),
     "heldout_fit": Bench("heldout_fit.py", "offline: calibration maps fitted on the saved runs, judged "
                          "leave-one-dataset-out; --write ships a model's map", "~1 min, no model"),
     "heldout_strength": Bench("heldout_strength.py", "offline: how much of the prior each kind divides out, chosen "

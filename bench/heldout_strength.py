@@ -24,6 +24,9 @@ the question's own examples' temperature) against the same path with no map befo
     python -m bench heldout_strength traffic --model qwen2.5-coder-1.5b bench/heldout_runs/*.json*
     python -m bench heldout_strength examples_map --model qwen2.5-coder-1.5b bench/heldout_runs/*.json*
 
+A saved ``heldout_orders`` run's ECE per reading (``orders_ece``): as listed, reversed and both combined, beside a
+calibrated model's band (``python -m bench heldout_orders_ece bench/heldout_runs/orders-ex1-15.jsonl.gz``).
+
 The examples' prior from a few of them (``few_priors``): on the runs that saved every example's held-out answer
 (``meta.heldout_rows``) and the whole prior (``--debias true``), each set with more than ``--calls`` examples judged
 with the prior divided at run time (names that share a first token read on), with the mean of every example's
@@ -37,18 +40,20 @@ draws each.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import random
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import heldout_fit as hf  # noqa: E402
-from heldout import Decision  # noqa: E402
+from heldout import Decision, read_run  # noqa: E402
 from heldout_load import load_runs  # noqa: E402
 
 from jev_shared.calibration import GLOBAL, Calibrator, Record, examples_calibrator, fit_traffic, metrics, shipped  # noqa: E402
@@ -338,9 +343,7 @@ def _judged(items: Sequence[tuple[list[float], int]], prior: Sequence[float]) ->
 
 
 def main_few_priors(argv: Sequence[str]) -> int:
-    import json
-
-    from heldout import load_sets, read_run, undivided
+    from heldout import load_sets, undivided
     ap = argparse.ArgumentParser(prog="heldout_strength few_priors")
     ap.add_argument("raw", type=Path, nargs="+")
     ap.add_argument("--calls", type=int, default=3)
@@ -385,8 +388,40 @@ def main_few_priors(argv: Sequence[str]) -> int:
     return 0
 
 
+def main_orders_ece(argv: Sequence[str]) -> int:
+    """A saved ``heldout_orders --raw`` run: per reading (as listed, reversed, both combined as ``order="both"``
+    answers), right answers and the ECE pooled and per set, each beside what a perfectly calibrated model stating
+    the same probabilities reads at that size (pooled: median and 90th percentile; a set: its 95th; ``*``: above)."""
+    ap = argparse.ArgumentParser(prog="heldout_strength orders_ece", description=main_orders_ece.__doc__)
+    ap.add_argument("runs", nargs="+", type=Path, help="heldout_orders --raw files (JSON lines, gzipped or not)")
+    ap.add_argument("--draws", type=int, default=500, help="draws of a calibrated model's labels per band")
+    args = ap.parse_args(argv[1:])
+    rows = [json.loads(line) for path in args.runs for line in read_run(path).splitlines() if line.strip()]
+    rows = [r for r in rows if r.get("listed") and r.get("reversed")]
+    sets = sorted({r["set"] for r in rows})
+
+    def both(r: dict[str, Any]) -> dict[str, float]:
+        w = {k: math.sqrt(max(p, 0.0) * max(r["reversed"].get(k, 0.0), 0.0)) for k, p in r["listed"].items()}
+        return {k: x / sum(w.values()) for k, x in w.items()}
+
+    print("| reading | right | ECE pooled (median, p90) | " + " | ".join(f"{s} (ECE / p95)" for s in sets) + " |")
+    print("|---" * (3 + len(sets)) + "|")
+    for name, read in (("listed", lambda r: r["listed"]), ("reversed", lambda r: r["reversed"]), ("both", both)):
+        recs = [Record(read(r), r["label"]) for r in rows]
+        ece, (median, p90) = metrics(recs).ece, hf.ece_noise(recs, args.draws)
+        cells = []
+        for s in sets:
+            own = [Record(read(r), r["label"]) for r in rows if r["set"] == s]
+            mine, [p95] = metrics(own).ece, hf.ece_noise(own, args.draws, (0.95,))
+            cells.append(f"{mine:.3f}{'*' if mine > p95 else ''} / {p95:.3f}")
+        right = sum(max(rec.probabilities, key=rec.probabilities.__getitem__) == rec.label for rec in recs)
+        print(f"| {name} | {right} of {len(recs)} | {ece:.3f}{'*' if ece > p90 else ''} ({median:.3f}, {p90:.3f}) | "
+              + " | ".join(cells) + " |")
+    return 0
+
+
 SUBCOMMANDS = {"traffic": main_traffic, "examples_map": main_examples_map, "curve": main_curve,
-               "few_priors": main_few_priors}
+               "few_priors": main_few_priors, "orders_ece": main_orders_ece}
 
 
 if __name__ == "__main__":
