@@ -347,14 +347,10 @@ def order_rows(client: SystemOneClient, name: str, meta: dict[str, Any], shots: 
 def order_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Per set and setting: right as listed, reversed and both (the geometric mean, as ``order="both"`` answers),
     answers reversing moves, the largest move of one option's probability, log loss, calls and p50 per reading."""
-    from jev_shared.answers import ChoiceAnswer, SystemOneResponse
-    from jev_shared.orders import combined
+    from jev_shared.orders import both_orders
 
     def both(r: dict[str, Any]) -> dict[str, float]:
-        one = [SystemOneResponse(model="m", answers={"q": ChoiceAnswer(choice=max(r[t], key=r[t].get),
-                                                                      probabilities=r[t], confidence=0.0)})
-               for t in ("listed", "reversed")]
-        return dict(combined(one[0], one[1], "peak").answers["q"].probabilities)
+        return both_orders(r["listed"], r["reversed"])
 
     def top(d: dict[str, float]) -> str:
         return max(d, key=d.__getitem__)

@@ -58,6 +58,7 @@ from heldout_load import load_runs  # noqa: E402
 
 from jev_shared.calibration import GLOBAL, Calibrator, Record, examples_calibrator, fit_traffic, metrics, shipped  # noqa: E402
 from jev_shared.models import debias_strength  # noqa: E402
+from jev_shared.orders import both_orders  # noqa: E402
 from jev_shared.priors import powered  # noqa: E402
 from jev_shared.readout import divide_prior  # noqa: E402
 
@@ -401,8 +402,7 @@ def main_orders_ece(argv: Sequence[str]) -> int:
     sets = sorted({r["set"] for r in rows})
 
     def both(r: dict[str, Any]) -> dict[str, float]:
-        w = {k: math.sqrt(max(p, 0.0) * max(r["reversed"].get(k, 0.0), 0.0)) for k, p in r["listed"].items()}
-        return {k: x / sum(w.values()) for k, x in w.items()}
+        return both_orders(r["listed"], r["reversed"])
 
     print("| reading | right | ECE pooled (median, p90) | " + " | ".join(f"{s} (ECE / p95)" for s in sets) + " |")
     print("|---" * (3 + len(sets)) + "|")

@@ -87,15 +87,21 @@ def answers_of(resp: SystemOneResponse, qid: str) -> str | None:
     return answer.choice if isinstance(answer, ChoiceAnswer) else None
 
 
+def both_orders(listed: Mapping[str, float], flipped: Mapping[str, float]) -> dict[str, float]:
+    """The normalised geometric mean of two readings of one choice's probabilities, in the listed key order."""
+    weights = {k: math.sqrt(max(p, 0.0) * max(flipped.get(k, 0.0), 0.0)) for k, p in listed.items()}
+    total = sum(weights.values())
+    if total > 0:
+        return {k: w / total for k, w in weights.items()}
+    return {k: (p + flipped.get(k, 0.0)) / 2 for k, p in listed.items()}
+
+
 def _both(a: ChoiceAnswer, b: ChoiceAnswer, kind: ConfidenceKind) -> ChoiceAnswer:
-    """The normalised geometric mean of two readings of one choice, in ``a``'s (the listed) key order."""
-    keys = list(a.probabilities)
-    weights = [math.sqrt(max(a.probabilities[k], 0.0) * max(b.probabilities.get(k, 0.0), 0.0)) for k in keys]
-    total = sum(weights)
-    probs = [w / total for w in weights] if total > 0 else [(a.probabilities[k] + b.probabilities.get(k, 0.0)) / 2
-                                                           for k in keys]
+    """The two readings of one choice combined (:func:`both_orders`), in ``a``'s (the listed) key order."""
+    keys, probs = zip(*both_orders(a.probabilities, b.probabilities).items())
     best = max(range(len(keys)), key=lambda i: (probs[i], -i))  # ties to the first listed, as answers do
-    return ChoiceAnswer(choice=keys[best], probabilities=dict(zip(keys, probs)), confidence=confidence(probs, kind))
+    return ChoiceAnswer(choice=keys[best], probabilities=dict(zip(keys, probs)),
+                        confidence=confidence(list(probs), kind))
 
 
-__all__ = ["reversed_question", "reversed_questions", "combined"]
+__all__ = ["reversed_question", "reversed_questions", "combined", "both_orders"]

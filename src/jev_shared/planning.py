@@ -190,12 +190,9 @@ class Planner:
         scout = self.memory.needs_scout(opts.model, opts.api, self.speaks, len(preps))
         return Plan(preps, flows, records, scout, budget, time.perf_counter(), debug, concurrency, why)
 
-    def preview(self, state: Any, questions: Mapping[str, Any], **options: Any) -> list[dict[str, Any]]:
-        """The first request each question would send, and its input tokens where the server can count them."""
-        return self.preview_plan(self.plan(state, questions, debug=False, **options))
-
     def preview_plan(self, plan: Plan) -> list[dict[str, Any]]:
-        """A planned call's first requests (:meth:`preview`), its flows closed unsent."""
+        """A planned call's first request per question, and its input tokens where the server can count them; its
+        flows closed unsent."""
         return preview_calls(plan.preps, plan.flows, self.tokenize)
 
     def finish(self, plan: Plan, outcomes: list[Any]) -> SystemOneResponse:
