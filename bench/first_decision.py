@@ -7,7 +7,8 @@ kept prompts' own loopback requests (``slots.py``, outside the decision's debug)
 the same process (``later``: its calls and reads, not in the ratio) shows later decisions unchanged. ``--runs N``
 alternates the two rows N times (which goes first alternates too) and gives each run's ratio: on a shared
 machine the ratio within one run is the figure to read. ``cpu_s``: the row process's CPU time over the same span
-(the embedded llama.cpp server runs in it), what the server did whatever the load.
+(the embedded llama.cpp server runs in it), what the server did whatever the load. Every row's server runs on the
+same threads (``JEV_LOCAL_THREADS``, else one per core), whatever the load average at its start.
 
     python -m bench first_decision                 # the embedded default model (Qwen2.5-Coder-1.5B)
     python -m bench first_decision --model qwen2.5-coder-0.5b --runs 3
@@ -159,9 +160,15 @@ def main() -> None:
 
 
 def one_row(row: str, model: str, concurrency: int | None = None) -> dict[str, Any]:
-    """One row in a fresh process, with a fresh memory file and kept-prompts folder."""
+    """One row in a fresh process, with a fresh memory file and kept-prompts folder, and the same server threads as
+    every other row (``JEV_LOCAL_THREADS``, else one per core up to the server's cap): the server picks fewer from the load average, so
+    unpinned, a row started at a higher load ran on fewer threads than the row it is compared with."""
+    from jev_shared.local.server import threads_for_machine
+
+    threads = os.environ.get("JEV_LOCAL_THREADS") or str(threads_for_machine(load=0.0))
     with tempfile.TemporaryDirectory() as d:
-        env = {**os.environ, "JEV_MEMORY_FILE": str(Path(d) / "memory.json"), "JEV_BENCH_DIR": d}
+        env = {**os.environ, "JEV_MEMORY_FILE": str(Path(d) / "memory.json"), "JEV_BENCH_DIR": d,
+               "JEV_LOCAL_THREADS": threads}
         env.pop("JEV_NO_CACHE", None)  # the kept prompts are part of the first decision
         load = os.getloadavg()[0]
         more = [] if concurrency is None else ["--first-concurrency", str(concurrency)]
