@@ -52,7 +52,7 @@ class Calibrator:
                  *, biases: Mapping[str, Mapping[str, float]] | None = None,
                  tops: Mapping[str, Sequence[float]] | None = None, target: float = 0.9,
                  confidence: ConfidenceKind = "peak", fit_report: Report | None = None,
-                 maps: Mapping[str, FeatureMap] | None = None) -> None:
+                 maps: Mapping[str, FeatureMap] | None = None, base: Calibrator | None = None) -> None:
         self.temperatures: dict[str, float] = dict(temperatures or {GLOBAL: 1.0})
         self.temperatures.setdefault(GLOBAL, 1.0)
         self.biases: dict[str, dict[str, float]] = {q: dict(b) for q, b in (biases or {}).items()}
@@ -62,6 +62,11 @@ class Calibrator:
         #: features (calibration.map), per key; GLOBAL's for every key without its own.
         self.maps: dict[str, FeatureMap] = dict(maps or {})
         self.thresholds: dict[str, float | None] = dict(thresholds or {})
+        #: Applied first, by the answer's kind: the model's shipped calibration under a fit made on the answers it
+        #: calibrated (``jev calibrate`` on labelled states), so a few labels adjust it rather than replace it.
+        if base is not None and base.base is not None:
+            raise ValueError("a calibration's base cannot have a base of its own")
+        self.base: Calibrator | None = base
         self.target = target
         self.confidence: ConfidenceKind = confidence
         self._report = fit_report
@@ -69,8 +74,9 @@ class Calibrator:
     @classmethod
     def fit(cls, records: Iterable[Record], *, per_question: bool = True, bias: bool = False, top: bool = False,
             min_records: int = 20, target: float = 0.9, thresholds: Sequence[float] = THRESHOLDS, min_count: int = 5,
-            confidence: ConfidenceKind = "peak", shrink: float = 0.0) -> Calibrator:
-        """Fit a global T, and a T for each question id with at least ``min_records`` records.
+            confidence: ConfidenceKind = "peak", shrink: float = 0.0, base: Calibrator | None = None) -> Calibrator:
+        """Fit a global T, and a T for each question id with at least ``min_records`` records (on the answers
+        ``base`` calibrates, when given: the result applies ``base`` first, then what was fitted here).
 
         ``bias=True`` also fits an offset per option for those questions (see
         :func:`fit_temperature_bias`): it can fix a model's lean to one option, and so change
@@ -83,20 +89,22 @@ class Calibrator:
         records = list(records)
         if not records:
             raise ValueError("calibration needs at least one labelled record")
+        fitting = [Record(_on_base(base, r.probabilities, r.question_id, r.context), r.label, r.question_id, r.context)
+                   for r in records] if base is not None else records
 
         def temperature(group: list[Record]) -> float:
             return fit_temperature_toward(group, 1.0, shrink) if shrink > 0 else fit_temperature(group)
 
-        temps, biases = {GLOBAL: temperature(records)}, {}
+        temps, biases = {GLOBAL: temperature(fitting)}, {}
         if per_question:
-            for qid, group in _groups(records).items():
+            for qid, group in _groups(fitting).items():
                 if len(group) < min_records:
                     continue
                 if bias:
                     temps[qid], biases[qid] = fit_temperature_bias(group)
                 else:
                     temps[qid] = temperature(group)
-        cal = cls(temps, biases=biases, target=target, confidence=confidence)
+        cal = cls(temps, biases=biases, target=target, confidence=confidence, base=base)
         if top:
             cal.tops = {qid: fit_top(cal.calibrate(group)) for qid, group in
                         [(GLOBAL, records), *(_groups(records).items() if per_question else ())]
@@ -121,6 +129,8 @@ class Calibrator:
 
     def _temper(self, probabilities: Mapping[str, float], question_id: str | None,
                 context: Context | None = None) -> dict[str, float]:
+        if self.base is not None:
+            probabilities = _on_base(self.base, probabilities, question_id, context)
         keys = list(probabilities)
         probs = temper(list(probabilities.values()), self.temperature(question_id), self.offsets(question_id, keys))
         top = self.tops.get(question_id if question_id in self.temperatures else GLOBAL)  # with the T in use
@@ -209,6 +219,8 @@ class Calibrator:
                              "thresholds": self.thresholds, "target": self.target, "confidence": self.confidence}
         if self.maps:
             d["maps"] = {q: m.to_dict() for q, m in self.maps.items()}
+        if self.base is not None:
+            d["base"] = {k: v for k, v in self.base.to_dict().items() if k != "report"}
         if self._report is not None:
             d["report"] = asdict(self._report)
         return d
@@ -222,7 +234,7 @@ class Calibrator:
         maps = {q: FeatureMap.from_dict(m) for q, m in (d.get("maps") or {}).items()}
         return cls(d.get("temperatures"), d.get("thresholds"), biases=d.get("biases"), tops=d.get("tops"),
                    target=d.get("target", 0.9),
-                   confidence=d.get("confidence", "peak"), fit_report=report, maps=maps)
+                   confidence=d.get("confidence", "peak"), fit_report=report, maps=maps, base=_base_from(d))
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
@@ -243,6 +255,32 @@ def top_probability(answer: Answer) -> float:
     if isinstance(answer, NoulAnswer):
         return max(answer.noul, 1.0 - answer.noul)
     return max(answer.probabilities.values())
+
+
+def _on_base(base: Calibrator, probabilities: Mapping[str, float], question_id: str | None,
+             context: Context | None) -> dict[str, float]:
+    """The base's calibration of an answer: its fit for the question id, else for the answer's kind (the context's)."""
+    qid = question_id if question_id != GLOBAL else None
+    key = base.key_for(qid, context.kind, bool(context.examples)) if context is not None else (
+        base.key_for(qid, "") if qid else GLOBAL)
+    return base._temper(probabilities, key, context)  # noqa: SLF001
+
+
+def _base_from(d: Mapping[str, Any]) -> Calibrator | None:
+    """A file's ``base`` (a calibration of its own, checked whole; a bad value named under ``base``), or None."""
+    base = d.get("base")
+    if base is None:
+        return None
+    if not isinstance(base, Mapping):
+        raise CalibrationFileError(f"must be a calibration object, got {type(base).__name__}", ("base",))
+    if base.get("base") is not None:
+        raise CalibrationFileError("a base cannot have a base of its own", ("base", "base"))
+    try:
+        return Calibrator.from_dict(base)
+    except CalibrationFileError as exc:
+        raise CalibrationFileError(exc.reason, ("base", *exc.path)) from None
+    except ValueError as exc:
+        raise CalibrationFileError(str(exc), ("base",)) from None
 
 
 def _group_index(records: Sequence[Record]) -> dict[str, list[int]]:

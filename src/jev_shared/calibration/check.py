@@ -16,7 +16,7 @@ from typing import Any
 
 Path = tuple[str | int, ...]
 #: The parts of a calibration file that change answers; ``report`` is a record of the fit, read by no answer.
-ANSWERING = ("temperatures", "biases", "tops", "maps", "thresholds", "target", "decision_sets")
+ANSWERING = ("temperatures", "biases", "tops", "maps", "thresholds", "target", "decision_sets", "base")
 _DECODER = json.JSONDecoder()
 _SPACE = " \t\n\r"
 

@@ -61,7 +61,8 @@ def add_calibrate(sub: Any) -> None:
                    help="the reliability diagram and set-size chart (PNG; default: --out with .png, when "
                         "matplotlib is installed: the 'plots' extra)")
     p.add_argument("--shrink", type=checks.answers, default=SHRINK,
-                   help="each temperature pulled toward the model as read, as if this many more answers agreed "
+                   help="each temperature pulled toward the answers before it (as the model's shipped calibration "
+                        "gives them, for states answered here; else as read), as if this many more answers agreed "
                         "(0: a free fit; thirty answers nearly all right otherwise sharpen every answer)")
     p.add_argument("--traffic", action="store_true",
                    help="divide out each question's lean measured over every answer in the file, labelled or not "
@@ -76,10 +77,12 @@ def add_calibrate(sub: Any) -> None:
 SHRINK = 10.0
 
 
-def _answer_states(rows: list[dict[str, Any]], args: argparse.Namespace) -> list[Record]:
-    """Labelled states → records, answered by the configured backend (uncalibrated)."""
+def _answer_states(rows: list[dict[str, Any]], args: argparse.Namespace) -> tuple[list[Record], Calibrator | None]:
+    """Labelled states → records, answered by the configured backend (uncalibrated, each with its kind and examples),
+    and the calibration shipped for its model, if any: the fit is made on top of it."""
 
     from jev_shared import SystemOneClient
+    from jev_shared.calibration import Context, shipped
 
     if not args.questions:
         raise SystemExit("jev calibrate: lines with a state need --questions")
@@ -92,10 +95,19 @@ def _answer_states(rows: list[dict[str, Any]], args: argparse.Namespace) -> list
         for i, row in enumerate(rows):
             qid = row.get("question_id") or next(iter(questions))
             resp = client.system_one(row["state"], {qid: questions[qid]})
-            records.append(Record.from_answer(resp.answers[qid], row["label"], qid))
+            answer = resp.answers[qid]
+            record = Record.from_answer(answer, row["label"], qid)
+            context = Context(kind=answer.type, examples=_examples(questions[qid]))
+            records.append(Record(record.probabilities, record.label, qid, context))
             print(f"\r{i + 1}/{len(rows)} answered", end="", file=sys.stderr)
         print(file=sys.stderr)
-    return records
+    return records, shipped(backend.model)
+
+
+def _examples(question: Any) -> int:
+    """How many examples a question (a wire object or a model) is asked with."""
+    shots = question.get("examples") if isinstance(question, dict) else getattr(question, "examples", None)
+    return len(shots) if isinstance(shots, list) else 0
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -141,8 +153,10 @@ def decided_records(rows: list[dict[str, Any]], path: Path) -> list[Record]:
     return records
 
 
-def read_records(args: argparse.Namespace) -> list[Record]:
-    """Recorded answers, jev decide's lines (their labelled answers) and labelled states answered now."""
+def read_records(args: argparse.Namespace) -> tuple[list[Record], Calibrator | None]:
+    """Recorded answers, jev decide's lines (their labelled answers) and labelled states answered now; and the
+    calibration to fit on top of: the one shipped for the model that answered the states (None for recorded
+    lines, whose answers are fitted as they are)."""
     numbered = numbered_rows(args.labelled)
     rows = [r for _, r in numbered]
     recorded = [_recorded(r, args.labelled, n) for n, r in numbered if "probabilities" in r]
@@ -151,8 +165,9 @@ def read_records(args: argparse.Namespace) -> list[Record]:
     states = [r for _, r in numbered_states]
     if states:
         _check_states(numbered_states, args)
-    return (recorded + (decided_records(decided, args.labelled) if decided else [])
-            + (_answer_states(states, args) if states else []))
+    answered, base = _answer_states(states, args) if states else ([], None)
+    done = recorded + (decided_records(decided, args.labelled) if decided else [])
+    return done + answered, (base if not done else None)
 
 
 def _recorded(row: dict[str, Any], path: Path, n: int) -> Record:
@@ -206,14 +221,17 @@ YES_NO = ("yes", "no", "true", "false")
 
 
 def held_out(records: list[Record], bias: bool, target: float, top: bool = False,
-             shrink: float = 0.0) -> tuple[list[Record], list[Record]]:
-    """(records as answered, each calibrated by a fit on the other half): an honest after."""
+             shrink: float = 0.0, base: Calibrator | None = None) -> tuple[list[Record], list[Record]]:
+    """(records as the product answers them: ``base`` applied, each calibrated by a fit on the other half): an honest
+    after."""
     halves = [records[0::2], records[1::2]]
     after: list[Record] = []
     for k in (0, 1):
-        cal = Calibrator.fit(halves[1 - k], bias=bias, top=top, target=target, min_records=10, shrink=shrink)
+        cal = Calibrator.fit(halves[1 - k], bias=bias, top=top, target=target, min_records=10, shrink=shrink,
+                             base=base)
         after += cal.calibrate(halves[k])
-    return halves[0] + halves[1], after
+    before = halves[0] + halves[1]
+    return (base.calibrate(before) if base is not None else before), after
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
@@ -230,7 +248,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     try:
         if wanted(numbered_rows(args.labelled), args):  # states with no label: the lean over them, divided out
             return run_traffic(args, numbered_rows(args.labelled))
-        records = read_records(args)
+        records, base = read_records(args)
     except (OSError, ValueError, KeyError) as exc:
         print(f"jev calibrate: {exc}", file=sys.stderr)
         return 2
@@ -241,18 +259,19 @@ def run_calibrate(args: argparse.Namespace) -> int:
         print(f"jev calibrate: --coverage must be strictly between 0 and 1, got {args.coverage}", file=sys.stderr)
         return 2
     try:
-        before, after = held_out(records, args.bias, args.target, args.top, args.shrink)
+        before, after = held_out(records, args.bias, args.target, args.top, args.shrink, base)
         b, a = metrics(before), metrics(after)
         threshold = recommend_threshold(a, args.target)
         cal = Calibrator.fit(records, bias=args.bias, top=args.top, target=args.target, min_records=10,
-                             shrink=args.shrink)
+                             shrink=args.shrink, base=base)
     except (ValueError, ArithmeticError) as exc:
         print(f"jev calibrate: {args.labelled}: no calibration fits these answers ({exc})", file=sys.stderr)
         return 2
     if not written(lambda: cal.save(args.out), args.out, "--out"):
         return 2
     kept = next((s for s in a.selective if s.threshold == threshold), None)
-    print(f"{len(records)} labelled answers")
+    print(f"{len(records)} labelled answers" + (" (fitted on top of the calibration shipped for the model, "
+                                                 "which the file holds)" if base is not None else ""))
     print(f"accuracy        {b.accuracy:.1%} -> {a.accuracy:.1%}")
     print(f"ECE (held out)  {b.ece:.3f} -> {a.ece:.3f}")
     if threshold is None:
@@ -264,14 +283,14 @@ def run_calibrate(args: argparse.Namespace) -> int:
               f"{kept.coverage:.0%} of answers kept (target {args.target:.0%})")
     print(f"wrote {args.out} (temperature {cal.temperature():.2f}; use SystemOneClient(..., calibrator="
           f"Calibrator.load({str(args.out)!r})))")
-    return _sets(records, cal, args, before, after)
+    return _sets(records, cal, args, before, after, base)
 
 
 def _sets(records: list[Record], cal: Calibrator, args: argparse.Namespace, before: list[Record],
-          after: list[Record]) -> int:
+          after: list[Record], base: Calibrator | None = None) -> int:
     """Decision sets: held-out figures, the fit on every line saved beside the calibration, the PNG."""
     try:
-        report, sizes = held_out_sets(records, args)
+        report, sizes = held_out_sets(records, args, base)
         final = fit_sets(cal.calibrate(records), args)
     except (ValueError, ArithmeticError) as exc:
         print(f"decision sets   none: {exc}")
@@ -361,7 +380,8 @@ def boundary(sets: dict[str, DecisionSets], args: argparse.Namespace) -> str:
             f"--randomized: {target} on average")
 
 
-def held_out_sets(records: list[Record], args: argparse.Namespace) -> tuple[SetReport, list[int]]:
+def held_out_sets(records: list[Record], args: argparse.Namespace,
+                  base: Calibrator | None = None) -> tuple[SetReport, list[int]]:
     """Each half's sets judged by a calibration and sets fitted on the other half: the pooled report and
     every judged answer's set size."""
     halves = [records[0::2], records[1::2]]
@@ -369,7 +389,7 @@ def held_out_sets(records: list[Record], args: argparse.Namespace) -> tuple[SetR
     hits = alone = wrong = 0
     for k in (0, 1):
         cal = Calibrator.fit(halves[1 - k], bias=args.bias, top=args.top, target=args.target, min_records=10,
-                             shrink=args.shrink)
+                             shrink=args.shrink, base=base)
         sets = fit_sets(cal.calibrate(halves[1 - k]), args)
         for r in cal.calibrate(halves[k]):
             s = sets[r.question_id].of(r.probabilities) if r.question_id in sets else list(r.probabilities)

@@ -1,0 +1,112 @@
+"""A calibration fitted on top of another (``base``): the model's shipped calibration applied first, by the answer's
+kind, then the question's own temperature; kept whole in one file, checked whole when loaded, and what
+``jev calibrate`` writes for labelled states answered by a model that ships a calibration."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from jev_shared import NoulAnswer, SystemOneClient
+from jev_shared.calibration import GLOBAL, Calibrator, Context, Record, shipped
+from jev_shared.calibration.fit import temper
+from jev_shared.cli import main
+
+pytestmark = pytest.mark.timeout(120)
+
+MODEL = "qwen2.5-coder-1.5b"  # the embedded default: it ships a calibration
+
+
+def _base() -> Calibrator:
+    return Calibrator({GLOBAL: 1.0, "*noul": 2.0, "*choice+examples": 0.5})
+
+
+def _noul(p: float, label: bool) -> Record:
+    return Record({"true": p, "false": 1 - p}, "true" if label else "false", "spam", Context(kind="noul"))
+
+
+def test_the_base_is_applied_first_by_the_answer_kind_then_the_own_temperature():
+    records = [_noul(0.9, i % 4 != 0) for i in range(40)]  # 75% right at a stated 0.9: over-confident
+    cal = Calibrator.fit(records, min_records=10, base=_base())
+    own = cal.temperature("spam")
+    based = temper([0.9, 0.1], 2.0)  # the base's *noul temperature
+    assert cal.calibrate([records[0]])[0].probabilities["true"] == pytest.approx(temper(based, own)[0])
+    # the own temperature was fitted on the base's answers: the base's T=2 already softens 0.9 to 0.75
+    assert own == pytest.approx(1.0, abs=0.05)
+    # a choice asked with examples takes the base's own fit for that kind
+    choice = Record({"a": 0.6, "b": 0.4}, "a", "team", Context(kind="choice", examples=2))
+    assert cal.calibrate([choice])[0].probabilities["a"] == pytest.approx(
+        temper(temper([0.6, 0.4], 0.5), cal.temperature("team"))[0])
+
+
+def test_a_file_with_a_base_loads_to_the_same_answers(tmp_path):
+    cal = Calibrator.fit([_noul(0.8, i % 3 != 0) for i in range(30)], min_records=10, base=_base())
+    path = tmp_path / "cal.json"
+    cal.save(path)
+    assert json.loads(path.read_text())["base"]["temperatures"]["*noul"] == 2.0
+    loaded = Calibrator.load(path)
+    answer = NoulAnswer(noul=0.8, confidence=0.6)
+    key = loaded.key_for("spam", "noul")
+    assert loaded.apply(answer, key, Context(kind="noul")).noul == pytest.approx(
+        cal.apply(answer, key, Context(kind="noul")).noul)
+
+
+@pytest.mark.parametrize(("base", "where"), [
+    ({"format": "jev-calibration/1", "temperatures": {"*noul": float("nan")}}, "base.temperatures.*noul"),
+    ({"format": "jev-calibration/1", "temperatures": {"*": 1.0}, "base": {"format": "jev-calibration/1"}},
+     "base.base"),
+    ("shipped", "base"),
+])
+def test_a_bad_base_is_refused_with_where_it_is(tmp_path, base, where):
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps({"format": "jev-calibration/1", "temperatures": {"*": 1.0}, "base": base}, indent=2))
+    with pytest.raises(ValueError, match=rf"cal\.json:\d+: {where.replace('*', '[*]')}"):
+        Calibrator.load(path)
+
+
+def _stub_reply():
+    from tests.helpers.replies import chat, window
+
+    return chat("Yes", {"content": window({"Yes": -0.3, "No": -1.35})}, "length")
+
+
+def test_jev_calibrate_fits_labelled_states_on_top_of_the_shipped_calibration(tmp_path, capsys):
+    """The states are answered raw over the wire; the file holds the model's shipped calibration as its base, and a
+    client loading it answers as the shipped calibration then the fitted temperature."""
+    from tests.hostile.fast_stub import FastStub
+
+    states = tmp_path / "states.jsonl"
+    states.write_text("".join(json.dumps({"state": f"message {i}", "label": i % 2 == 0}) + "\n" for i in range(24)))
+    questions = json.dumps({"spam": {"type": "noul", "instructions": "This message is spam."}})
+    out = tmp_path / "cal.json"
+    with FastStub(_stub_reply()) as stub:
+        assert main(["calibrate", str(states), "--questions", questions, "--backend-url", stub.base_url,
+                     "--model", MODEL, "--out", str(out), "--plot", str(tmp_path / "p")]) == 0
+        printed = capsys.readouterr().out
+        assert "fitted on top of the calibration shipped for the model" in printed
+        ship = shipped(MODEL)
+        assert ship is not None
+        saved = json.loads(out.read_text())
+        assert saved["base"]["maps"] == ship.to_dict()["maps"]
+        cal = Calibrator.load(out)
+        sdk = __import__("openai").OpenAI(base_url=stub.base_url, api_key="x")
+        raw = SystemOneClient(sdk, model=MODEL, calibrator=None).system_one("hello", json.loads(questions))
+        mine = SystemOneClient(sdk, model=MODEL, calibrator=cal).system_one("hello", json.loads(questions))
+    p = raw.answers["spam"].noul
+    expected = ship._temper({"true": p, "false": 1 - p}, ship.key_for("spam", "noul"), Context(kind="noul"))
+    expected = temper([expected["true"], expected["false"]], cal.temperature("spam"))
+    assert mine.answers["spam"].noul == pytest.approx(expected[0])
+    # every labelled state got the same answer at half right: the own fit softens it toward one half
+    assert math.isfinite(cal.temperature("spam")) and cal.temperature("spam") > 1.0
+
+
+def test_recorded_answers_are_fitted_as_they_are(tmp_path, capsys):
+    lines = tmp_path / "recorded.jsonl"
+    lines.write_text("".join(json.dumps({"probabilities": {"true": 0.7, "false": 0.3}, "label": i % 2 == 0,
+                                         "question_id": "spam"}) + "\n" for i in range(20)))
+    out = tmp_path / "cal.json"
+    assert main(["calibrate", str(lines), "--out", str(out), "--plot", str(tmp_path / "p")]) == 0
+    assert "fitted on top" not in capsys.readouterr().out
+    assert "base" not in json.loads(out.read_text())
