@@ -387,6 +387,7 @@ def main_orders(argv: Sequence[str]) -> int:
     ap.add_argument("--raw", type=Path, required=True, help="JSON lines: appended to, and read for the table "
                     "(--table also reads a gzipped file)")
     ap.add_argument("--table", action="store_true", help="only print the table of --raw (no model)")
+    ap.add_argument("--no-prior", action="store_true", help="debias off: no examples' or content-free prior asked")
     args = ap.parse_args(argv[1:])
     if not args.table:
         from jev_shared import Memory
@@ -394,7 +395,8 @@ def main_orders(argv: Sequence[str]) -> int:
 
         sets = load_sets()
         with LocalServer(args.model) as srv, args.raw.open("a") as out:
-            client = SystemOneClient(srv.client(), model=srv.model, memory=Memory(), order="listed")
+            client = SystemOneClient(srv.client(), model=srv.model, memory=Memory(), order="listed",
+                                     **({"debias": False} if args.no_prior else {}))
             for shots in (int(x) for x in args.shots.split(",")):
                 for name in args.sets.split(","):
                     for row in order_rows(client, name, sets[name], shots, load_items(name, args.limit)):
