@@ -321,13 +321,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def order_rows(client: SystemOneClient, name: str, meta: dict[str, Any], shots: int,
                items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each item's distribution asked as listed and reversed (the question's examples reversed with them)."""
+    """Each item's distribution asked as listed and reversed (the question's examples reversed with them; a yes/no
+    has its examples reversed only)."""
     from jev_shared.orders import reversed_question
 
     q = question(meta)
     shot = examples(meta, shots) if shots else None
-    listed = Choice(instructions=q.instructions, criteria=q.criteria, examples=shot)
-    flipped = reversed_question(listed)
+    listed: Choice | Noul
+    if isinstance(q, Noul):
+        listed = Noul(instructions=q.instructions, examples=shot)
+        flipped = listed.model_copy(update={"examples": list(reversed(shot or []))})
+    else:
+        listed = Choice(instructions=q.instructions, criteria=q.criteria, examples=shot)
+        flipped = reversed_question(listed)
     rows = []
     for it in items:
         row: dict[str, Any] = {"set": name, "shots": shots, "id": it["id"], "label": it["label"],
@@ -336,7 +342,7 @@ def order_rows(client: SystemOneClient, name: str, meta: dict[str, Any], shots: 
             t = time.monotonic()
             try:
                 resp = client.system_one(it["text"], {"q": asked})
-                row[tag], row[f"{tag}_calls"] = dict(resp.answers["q"].probabilities), resp.usage.n_calls
+                row[tag], row[f"{tag}_calls"] = answered_probs(resp.answers["q"]), resp.usage.n_calls
             except JevError as exc:
                 row[tag], row[f"{tag}_error"] = None, f"{type(exc).__name__}: {exc}"[:200]
             row[f"{tag}_s"] = round(time.monotonic() - t, 3)
@@ -375,12 +381,12 @@ def order_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
-SETTINGS = {0: "zero-shot", 1: "one example per option"}
+SETTINGS = {0: "zero-shot", 1: "one example per option", 2: "two examples per option"}
 
 
 def main_orders(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(prog="heldout orders", description=order_rows.__doc__)
-    ap.add_argument("--sets", default="agnews,trec,cb,sofmattress", help="comma-separated choice sets")
+    ap.add_argument("--sets", default="agnews,trec,cb,sofmattress", help="comma-separated choice or yes/no sets")
     ap.add_argument("--shots", default="0", help="0: zero-shot; 1: one example per option")
     ap.add_argument("--limit", type=int, default=60)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")

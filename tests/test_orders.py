@@ -1,5 +1,6 @@
-"""order="both": a choice asked with its options as listed and reversed, combined so the order cannot move it;
-order="auto" (the default): so for a choice asked with examples, on a backend that says a second reading is cheap."""
+"""order="both": a choice asked with its options as listed and reversed (a yes/no with examples: its examples
+reversed), combined so the order cannot move it; order="auto" (the default): so for a question asked with examples,
+on a backend that says a second reading is cheap."""
 
 from __future__ import annotations
 
@@ -20,9 +21,17 @@ def test_a_choice_reverses_its_options_and_its_own_examples_and_nothing_else_is_
     assert list(flipped.criteria) == ["sales", "technical", "billing"]
     assert [e.state for e in flipped.examples] == ["b", "a"]
     assert reversed_question({"type": "choice", "criteria": TEAM})["criteria"] == dict(reversed(list(TEAM.items())))
-    for once in (Noul(instructions="spam?"), {"type": "score", "criteria": ["low", "high"]},
-                 {"type": "choice", "criteria": {"only": "one"}}):
+    for once in (Noul(instructions="spam?"), Noul(instructions="spam?", examples=[Example(state="a", answer=True)]),
+                 {"type": "score", "criteria": ["low", "high"]}, {"type": "choice", "criteria": {"only": "one"}}):
         assert reversed_question(once) is None
+
+
+def test_a_yes_no_with_examples_reverses_its_examples():
+    shots = [Example(state="a", answer=False), Example(state="b", answer=True)]
+    assert [e.state for e in reversed_question(Noul(instructions="spam?", examples=shots)).examples] == ["b", "a"]
+    wire = {"type": "noul", "instructions": "spam?", "examples": [{"state": "a", "answer": False},
+                                                                  {"state": "b", "answer": True}]}
+    assert [e["state"] for e in reversed_question(wire)["examples"]] == ["b", "a"]
 
 
 def test_two_readings_combine_by_their_geometric_mean_in_the_listed_order():
@@ -38,6 +47,10 @@ def test_two_readings_combine_by_their_geometric_mean_in_the_listed_order():
     assert team.choice == "a"  # a tie goes to the first listed
     assert sum(team.probabilities.values()) == pytest.approx(1.0)
     assert both.answers["spam"] == listed.answers["spam"] and both.usage.n_calls == 3
+    # a yes/no read both ways: the geometric mean of P(true) against that of P(false)
+    flipped.answers["spam"] = NoulAnswer(noul=0.6)
+    spam = combined(listed, flipped, "peak").answers["spam"]
+    assert spam.noul == pytest.approx((0.2 * 0.6) ** 0.5 / ((0.2 * 0.6) ** 0.5 + (0.8 * 0.4) ** 0.5))
     assert both.debug["orders"] == {"team": {"listed": "a", "reversed": "b"}}
     assert both.debug["prior_calls"] == {"team": 4, "spam": 3}  # the reversed prompt's priors counted too
 
@@ -81,6 +94,20 @@ def test_auto_asks_once_where_it_does_not_pay(orders, examples, order, calls):
     assert len(fake.wire) == calls
 
 
+@pytest.mark.parametrize("examples, calls", [(2, 2), (1, 1), (0, 1)])
+def test_auto_asks_a_yes_no_with_examples_with_them_reversed_too(examples, calls):
+    """Two examples or more: the second request shows them in reverse order; one or none: asked once."""
+    fake = provider(windows([("yes", -0.3), ("no", -1.5)]), orders=True)
+    shots = [Example(state="calm", answer=False), Example(state="loud", answer=True)][:examples] or None
+    resp = SystemOneClient(fake, model="m", debias=False).system_one(
+        "x", {"spam": Noul(instructions="This is spam.", examples=shots)})
+    assert len(fake.wire) == calls
+    shown = [[m["content"].rsplit("\n", 1)[-1] for m in b["messages"][1:-1] if m["role"] == "user"]
+             for b in fake.wire.bodies]
+    assert shown == ([["calm", "loud"], ["loud", "calm"]] if calls == 2 else [["calm", "loud"][:examples]])
+    assert ("orders" in resp.debug) == (calls == 2)
+
+
 def test_an_order_that_is_not_one_of_the_three_is_refused_at_the_constructor():
     with pytest.raises(ValueError, match="order: must be one of"):
         SystemOneClient(None, model="m", api="chat_completions", order="shuffled")
@@ -106,7 +133,7 @@ def test_reversing_the_users_options_moves_nothing_when_both_orders_are_read(loc
     # tests used); read as listed only, reversing these options moves billing's probability by about 0.8
     for k in TEAM:
         assert one.answers["team"].probabilities[k] == pytest.approx(two.answers["team"].probabilities[k], abs=0.06)
-    assert one.answers["spam"].noul == pytest.approx(once.answers["spam"].noul, abs=0.05)  # a noul is asked once
+    assert one.answers["spam"].noul == pytest.approx(once.answers["spam"].noul, abs=0.05)  # zero-shot: asked once
     assert one.usage.n_calls == once.usage.n_calls + 1  # one more call: the choice reversed
     assert set(one.debug["orders"]) == {"team"}
 

@@ -103,7 +103,7 @@ class _ClientCore:
         return self._planner.own_calibrations
 
     def _plans(self, state: Any, questions: Mapping[str, Any], debug: bool | None, options: Any) -> list[Plan]:
-        """The call's plan, and where a choice is asked in both orders a second one for those choices reversed, each
+        """The call's plan, and where a question is asked in both orders a second one for those questions reversed, each
         with every example it is asked with (its own, the client's, the call's) in reverse order (:mod:`orders`)."""
         plan = self._planner.plan(state, questions, debug=debug, **options)
         order = self.options.order

@@ -87,10 +87,10 @@ class Options:
     timeout: float | None = None
     #: every response carries the per-question debug detail
     debug: bool = False
-    #: a choice asked with its options as listed ("listed"), or as listed and reversed, the two answers combined
-    #: so neither the options' nor the examples' order can move the answer ("both": a second call per choice;
-    #: :mod:`orders`); "auto": both for a choice with examples where the backend says so (``Backend.orders``), else
-    #: as listed
+    #: a question asked with its options and examples as listed ("listed"), or as listed and reversed, the two answers
+    #: combined so neither the options' nor the examples' order can move the answer ("both": a second call per choice,
+    #: and per yes/no with examples; :mod:`orders`); "auto": both for a question with examples where the backend says
+    #: so (``Backend.orders``), else as listed
     order: Order = "auto"
     #: Set per call by the client, not by users: the first token id of each answer word's spellings,
     #: where the server reads those tokens exactly (``LocalServer``'s llama.cpp, :mod:`exact`).

@@ -27,8 +27,9 @@ def add_decide(sub: Any) -> None:
                    help="where the state goes in the prompt")
     p.add_argument("--timeout", type=seconds, default=None, help="the call's total timeout (seconds)")
     p.add_argument("--order", default=Options.default("order"), choices=Options.choices("order"),
-                   help="listed: each choice asked once; both: also with its options reversed, the two readings "
-                        "combined (one more call per choice)")
+                   help="listed: each question asked once; both: each choice also with its options and examples "
+                        "reversed (a yes/no with examples: its examples), the two readings combined (one more call per "
+                        "such question); auto: so for a question with examples on the embedded model")
     add_calibration_arg(p)
     add_batch_args(p)
 
