@@ -1,5 +1,5 @@
 """order="both": a choice asked with its options as listed and reversed (a yes/no with examples: its examples
-reversed), combined so the order cannot move it; order="auto" (the default): so for a question asked with examples,
+reversed), combined so the order cannot move it; order="auto" (the default): so for a choice asked with examples,
 on a backend that says a second reading is cheap."""
 
 from __future__ import annotations
@@ -94,17 +94,19 @@ def test_auto_asks_once_where_it_does_not_pay(orders, examples, order, calls):
     assert len(fake.wire) == calls
 
 
-@pytest.mark.parametrize("examples, calls", [(2, 2), (1, 1), (0, 1)])
-def test_auto_asks_a_yes_no_with_examples_with_them_reversed_too(examples, calls):
-    """Two examples or more: the second request shows them in reverse order; one or none: asked once."""
+@pytest.mark.parametrize("order, examples, calls", [("both", 2, 2), ("both", 1, 1), ("both", 0, 1), ("auto", 2, 1)])
+def test_both_asks_a_yes_no_with_examples_with_them_reversed_too(order, examples, calls):
+    """Two examples or more: the second request shows them in reverse order; one or none: asked once. ``auto`` asks a
+    yes/no once (on six public yes/no sets both ways did not pay: docs/benchmarks.md)."""
     fake = provider(windows([("yes", -0.3), ("no", -1.5)]), orders=True)
     shots = [Example(state="calm", answer=False), Example(state="loud", answer=True)][:examples] or None
-    resp = SystemOneClient(fake, model="m", debias=False).system_one(
+    resp = SystemOneClient(fake, model="m", debias=False, order=order).system_one(
         "x", {"spam": Noul(instructions="This is spam.", examples=shots)})
     assert len(fake.wire) == calls
     shown = [[m["content"].rsplit("\n", 1)[-1] for m in b["messages"][1:-1] if m["role"] == "user"]
              for b in fake.wire.bodies]
-    assert shown == ([["calm", "loud"], ["loud", "calm"]] if calls == 2 else [["calm", "loud"][:examples]])
+    # the two readings go concurrently: either may reach the wire first
+    assert sorted(shown) == ([["calm", "loud"], ["loud", "calm"]] if calls == 2 else [["calm", "loud"][:examples]])
     assert ("orders" in resp.debug) == (calls == 2)
 
 

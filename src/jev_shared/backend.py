@@ -73,7 +73,7 @@ class Backend:
     user_cache: bool = False
     #: the server reads every label's own first token (llama.cpp's logit_bias + post-sampling probs: exact.py)
     exact_readout: bool = False
-    #: under order="auto", a question with examples is asked in both orders (orders.py): a second reading costs this
+    #: under order="auto", a choice with examples is asked in both orders (orders.py): a second reading costs this
     #: backend a cached prompt and no money (LocalServer: the embedded model's answers move with the examples' order)
     orders: bool = False
     #: the model default for content-free debiasing under debias="auto"; None: the model's own (models.py)

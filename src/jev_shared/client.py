@@ -109,7 +109,7 @@ class _ClientCore:
         order = self.options.order
         if order == "listed" or self.options.hosted or order == "auto" and not self.backend.orders:
             return [plan]
-        flipped = reversed_questions(questions, plan.preps, with_examples_only=order == "auto")
+        flipped = reversed_questions(questions, plan.preps, auto=order == "auto")
         if not flipped:
             return [plan]
         rest = {k: v for k, v in options.items() if k != "examples"}  # carried by the reversed questions

@@ -89,7 +89,7 @@ class Options:
     debug: bool = False
     #: a question asked with its options and examples as listed ("listed"), or as listed and reversed, the two answers
     #: combined so neither the options' nor the examples' order can move the answer ("both": a second call per choice,
-    #: and per yes/no with examples; :mod:`orders`); "auto": both for a question with examples where the backend says
+    #: and per yes/no with examples; :mod:`orders`); "auto": both for a choice with examples where the backend says
     #: so (``Backend.orders``), else as listed
     order: Order = "auto"
     #: Set per call by the client, not by users: the first token id of each answer word's spellings,

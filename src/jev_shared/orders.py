@@ -1,6 +1,6 @@
 """Both orders (``order="both"``): a choice asked with its options (and its examples) as listed and reversed, a
 yes/no with two or more examples with them reversed, the two answers combined, so neither order moves the answer.
-``order="auto"`` (the default) does so for a question asked with examples where the backend says a second reading
+``order="auto"`` (the default) does so for a choice asked with examples where the backend says a second reading
 is cheap (``Backend.orders``: the embedded model).
 
 A small model leans to an option by where it is listed and to the label the examples ended on: reversing a
@@ -9,9 +9,10 @@ up to 0.41. Asked both ways, the answer is the normalised geometric mean of the 
 the two readings, so an option both orders doubt stays doubted), the same whichever order the user listed.
 The cost is a second call per such question, on a prompt prefix of its own (the server caches it like the first).
 A yes/no's two words and a score's levels (in their order) keep their places; a zero-shot yes/no and every score
-are asked once. A yes/no's examples pull too: with one example per option on six public yes/no sets, reversing
-them moved 58 of 240 answers on the 1.5B, and the two readings combined answered 182 right against 167 as listed,
-no set lower (``--sets sms_spam,clickbait,cr,rte,sst2,subj --shots 1``).
+are asked once. A yes/no's examples pull too, but reading them both ways does not pay enough for ``auto``: on six
+public yes/no sets with one example per option, reversing them moved 58 of 240 answers on the 1.5B, and both ways
+answered 182 right against 167 as listed; with two per option 186 against 182, one set lower and the log loss
+higher; the pooled ECE worse in both (``--sets sms_spam,clickbait,cr,rte,sst2,subj --shots 1|2``).
 
 With one example per option, on the embedded 1.5B, the examples' order moves more than the options' do: reversing
 both changed 61 of 236 answers on four public sets, and the two readings combined answered 166 right against 145
@@ -53,13 +54,12 @@ def reversed_question(question: Any, examples: Sequence[Example] | None = None) 
     return {**question, **update} if isinstance(question, Mapping) else question.model_copy(update=update)
 
 
-def reversed_questions(questions: Mapping[str, Any], preps: Sequence[Prepared],
-                       with_examples_only: bool = False) -> dict[str, Any]:
+def reversed_questions(questions: Mapping[str, Any], preps: Sequence[Prepared], auto: bool = False) -> dict[str, Any]:
     """The questions that are asked a second time, reversed (by their ids), each with every example its prepared
-    question is asked with; ``with_examples_only``: only those asked with examples (``order="auto"``)."""
+    question is asked with; ``auto`` (``order="auto"``): only the choices asked with examples."""
     out = {}
     for prep in preps:
-        if with_examples_only and not prep.examples:
+        if auto and (not prep.examples or prep.kind != "choice"):
             continue
         flipped = reversed_question(questions[prep.id], prep.examples)
         if flipped is not None:

@@ -29,7 +29,7 @@ def add_decide(sub: Any) -> None:
     p.add_argument("--order", default=Options.default("order"), choices=Options.choices("order"),
                    help="listed: each question asked once; both: each choice also with its options and examples "
                         "reversed (a yes/no with examples: its examples), the two readings combined (one more call per "
-                        "such question); auto: so for a question with examples on the embedded model")
+                        "such question); auto: so for a choice with examples on the embedded model")
     add_calibration_arg(p)
     add_batch_args(p)
 

@@ -58,7 +58,7 @@ def add_serve(sub: Any) -> None:
     p.add_argument("--order", default=Options.default("order"), choices=Options.choices("order"),
                    help="listed: each question asked once; both: each choice also with its options and examples "
                         "reversed (a yes/no with examples: its examples), the two readings combined, so their order "
-                        "cannot move the answer (one more call per such question); auto: so for a question with "
+                        "cannot move the answer (one more call per such question); auto: so for a choice with "
                         "examples on the embedded model")
     p.add_argument("--warm", metavar="QUESTIONS", type=text,
                    help="questions (a JSON file or object) to prepare at start-up: every one-time cost paid before "
