@@ -97,17 +97,13 @@ def _answer_states(rows: list[dict[str, Any]], args: argparse.Namespace) -> tupl
             resp = client.system_one(row["state"], {qid: questions[qid]})
             answer = resp.answers[qid]
             record = Record.from_answer(answer, row["label"], qid)
-            context = Context(kind=answer.type, examples=_examples(questions[qid]))
+            shots = getattr(questions[qid], "examples", None) or (
+                questions[qid].get("examples") if isinstance(questions[qid], dict) else None)
+            context = Context(kind=answer.type, examples=len(shots) if isinstance(shots, list) else 0)
             records.append(Record(record.probabilities, record.label, qid, context))
             print(f"\r{i + 1}/{len(rows)} answered", end="", file=sys.stderr)
         print(file=sys.stderr)
     return records, shipped(backend.model)
-
-
-def _examples(question: Any) -> int:
-    """How many examples a question (a wire object or a model) is asked with."""
-    shots = question.get("examples") if isinstance(question, dict) else getattr(question, "examples", None)
-    return len(shots) if isinstance(shots, list) else 0
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
