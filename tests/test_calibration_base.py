@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -108,5 +109,9 @@ def test_recorded_answers_are_fitted_as_they_are(tmp_path, capsys):
                                          "question_id": "spam"}) + "\n" for i in range(20)))
     out = tmp_path / "cal.json"
     assert main(["calibrate", str(lines), "--out", str(out), "--plot", str(tmp_path / "p")]) == 0
-    assert "fitted on top" not in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "fitted on top" not in printed
+    # the held-out ECE is judged beside what a perfectly calibrated model reads on as many answers
+    assert re.search(r"ECE \(held out\)  \d\.\d{3} -> \d\.\d{3} \((inside|outside) the band of a perfectly calibrated "
+                     r"model stating these probabilities: up to \d\.\d{3}, 9 times in 10, on 20 answers\)", printed), printed
     assert "base" not in json.loads(out.read_text())

@@ -41,13 +41,23 @@ from .fit import (
     temper,
 )
 from .map import FeatureMap
-from .measures import THRESHOLDS, Comparison, Metrics, Report, Selective, metrics, recommend_threshold, wilson_lower
+from .measures import (
+    THRESHOLDS,
+    Comparison,
+    Metrics,
+    Report,
+    Selective,
+    ece_band,
+    metrics,
+    recommend_threshold,
+    wilson_lower,
+)
 from .policy import EXAMPLES_STRENGTH, SHIPPED, examples_calibrator, resolve, shipped
 from .traffic import MIN_STATES, fit_traffic, lean, states_short, traffic_offsets
 
 __all__ = ["Calibrator", "Context", "FeatureMap", "shipped", "resolve", "examples_calibrator", "EXAMPLES_STRENGTH",
            "SHIPPED", "GLOBAL", "FORMAT", "FORMAT_MAPS", "FORMATS", "THRESHOLDS", "Record", "Metrics", "Selective",
-           "Comparison", "Report", "metrics", "recommend_threshold", "wilson_lower", "records_from", "temper",
+           "Comparison", "Report", "ece_band", "metrics", "recommend_threshold", "wilson_lower", "records_from", "temper",
            "fit_temperature", "fit_temperature_bias", "fit_temperature_toward", "fit_top", "rescale_top", "nll",
            "top_probability", "ANSWERING", "CalibrationFileError", "check_calibration", "line_of", "located",
            "non_finite", "fit_traffic", "lean", "traffic_offsets", "states_short", "MIN_STATES"]

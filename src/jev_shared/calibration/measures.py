@@ -4,6 +4,7 @@ target precision asks for (with a Wilson margin), and the before/after report (:
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,20 @@ def metrics(records: Sequence[Record], thresholds: Sequence[float] = THRESHOLDS,
         kept = [h for c, h in zip(tops, hits) if c >= t - 1e-12]
         selective.append(Selective(t, len(kept) / n, sum(kept) / len(kept) if kept else None, len(kept)))
     return Metrics(n, sum(hits) / n, ece, brier / n, nll(records), selective)
+
+
+def ece_band(records: Sequence[Record], quantile: float = 0.9, draws: int = 200, seed: int = 0) -> float:
+    """What a perfectly calibrated model stating these probabilities reads as its ECE on this many answers, at
+    ``quantile`` of ``draws`` (each answer's truth drawn from its own probabilities). Why: on a few dozen answers an
+    ECE is mostly noise, so a figure means something only beside this one (at 0.9, such a model reads above it one
+    time in ten)."""
+    rng, eces = random.Random(seed), []
+    for _ in range(draws):
+        drawn = [Record(r.probabilities, rng.choices(list(r.probabilities), list(r.probabilities.values()))[0])
+                 for r in records]
+        eces.append(metrics(drawn, thresholds=()).ece)
+    eces.sort()
+    return eces[min(int(quantile * len(eces)), len(eces) - 1)] if eces else 0.0
 
 
 #: How many standard errors below the measured precision a recommended threshold must still reach

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from jev_shared import DecisionSets, SetReport
-from jev_shared.calibration import Calibrator, Record, metrics, recommend_threshold
+from jev_shared.calibration import Calibrator, Record, ece_band, metrics, recommend_threshold
 from jev_shared.files import read_text
 
 from . import checks
@@ -269,7 +269,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
     print(f"{len(records)} labelled answers" + (" (fitted on top of the calibration shipped for the model, "
                                                  "which the file holds)" if base is not None else ""))
     print(f"accuracy        {b.accuracy:.1%} -> {a.accuracy:.1%}")
-    print(f"ECE (held out)  {b.ece:.3f} -> {a.ece:.3f}")
+    band = ece_band(after)
+    print(f"ECE (held out)  {b.ece:.3f} -> {a.ece:.3f} ({'inside' if a.ece <= band else 'outside'} the band of a "
+          f"perfectly calibrated model stating these probabilities: up to {band:.3f}, 9 times in 10, on {len(after)} "
+          "answers)")
     if threshold is None:
         print(f"threshold       none reaches {args.target:.0%} precision on these answers, with a standard error "
               "to spare")
