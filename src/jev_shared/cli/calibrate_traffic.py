@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from jev_shared.calibration import MIN_STATES, Calibrator, Record, fit_traffic, metrics, states_short
+from jev_shared.calibration import MIN_STATES, Calibrator, Record, ece_band, fit_traffic, metrics, states_short
 
 from .backends import backends, memory, read_questions, sync_client
 
@@ -156,10 +156,11 @@ def _labelled_lines(qid: str, dists: Sequence[Mapping[str, float]], mine: Sequen
         judged["lean divided"] += traffic.calibrate(judge)
         judged["labels only"] += labels.calibrate(judge)
         judged["both"] += both.calibrate(judge)
-    out = [f"  {len(mine)} labelled, each half judged by a fit on the other: accuracy / ECE / log loss"]
+    out = [f"  {len(mine)} labelled, each half judged by a fit on the other: accuracy / ECE (a perfectly calibrated "
+           "model's, 9 times in 10) / log loss"]
     for name, recs in judged.items():
         m = metrics(recs)
-        out.append(f"    {name:<12} {m.accuracy:.1%} / {m.ece:.3f} / {_log_loss(recs):.3f}")
+        out.append(f"    {name:<12} {m.accuracy:.1%} / {m.ece:.3f} ({ece_band(recs):.3f}) / {_log_loss(recs):.3f}")
     if len(mine) < 150:
         out.append(f"  an ECE at {len(mine)} answers is mostly noise; {150 - len(mine)} more labels bring it to 150, "
                    "where decision sets cover within about 3 points")
