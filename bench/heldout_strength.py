@@ -180,7 +180,8 @@ def _traffic_rows(decisions: Sequence[Decision], model: str, labels: int, seed: 
     groups: dict[tuple[str, int], list[Decision]] = {}
     for d in decisions:
         groups.setdefault((d.set, d.shots), []).append(d)
-    pooled: dict[str, list[Record]] = {m: [] for m in ("shipped", "lean", "labels", "both", "shrunk", "on shipped")}
+    pooled: dict[str, list[Record]] = {m: [] for m in ("shipped", "lean", "labels", "both", "shrunk", "on shipped",
+                                                       "half lean on shipped")}
     ship_cal = shipped(model)
     out = []
     for (name, shots), ds in sorted(groups.items()):
@@ -197,6 +198,10 @@ def _traffic_rows(decisions: Sequence[Decision], model: str, labels: int, seed: 
                 "on shipped": Calibrator.fit(fit_on, min_records=1, shrink=10.0, base=ship_cal)}
         ship = _shipped(ds, model)
         res = {"shipped": [ship[i] for i in judged], **{m: c.calibrate([base[i] for i in judged]) for m, c in cals.items()}}
+        ship_q = [Record(r.probabilities, r.label, "q", b.context) for r, b in zip(ship, base)]  # no label read
+        half = fit_traffic({"q": [r.probabilities for r in ship_q]}, min_labels=len(base) + 1)
+        half.biases = {q: {k: v / 2 for k, v in b.items()} for q, b in half.biases.items()}  # half the lean
+        res["half lean on shipped"] = half.calibrate([ship_q[i] for i in judged])
         for m, recs in res.items():
             pooled[m] += recs
         out.append(f"| {name} | {hf.SETTINGS[shots]} | {len(judged)} | "
@@ -210,7 +215,8 @@ def _traffic_rows(decisions: Sequence[Decision], model: str, labels: int, seed: 
     outside = {m: sum("*" in line.split(" | ")[4].split(" / ")[i] for line in out) for i, m in enumerate(pooled)}
     out.append("| **sets outside their 95% band** | | | | " + " / ".join(str(n) for n in outside.values()) + " | |")
     return ["| set | setting | judged | right: shipped / lean / labels / both / labels shrunk (--shrink 10) / "
-            "labels on top of the shipped calibration (jev calibrate) | ECE (same order) | log loss (same order) |",
+            "labels on top of the shipped calibration (jev calibrate) / half the lean over the shipped calibration's "
+            "answers, no label | ECE (same order) | log loss (same order) |",
             "|---|---|---|---|---|---|", *out]
 
 
