@@ -84,7 +84,7 @@ def test_jev_calibrate_fits_labelled_states_on_top_of_the_shipped_calibration(tm
     out = tmp_path / "cal.json"
     with FastStub(_stub_reply()) as stub:
         assert main(["calibrate", str(states), "--questions", questions, "--backend-url", stub.base_url,
-                     "--model", MODEL, "--out", str(out), "--plot", str(tmp_path / "p")]) == 0
+                     "--model", MODEL, "--out", str(out)]) == 0
         printed = capsys.readouterr().out
         assert "fitted on top of the calibration shipped for the model" in printed
         ship = shipped(MODEL)
@@ -108,7 +108,7 @@ def test_recorded_answers_are_fitted_as_they_are(tmp_path, capsys):
     lines.write_text("".join(json.dumps({"probabilities": {"true": 0.7, "false": 0.3}, "label": i % 2 == 0,
                                          "question_id": "spam"}) + "\n" for i in range(20)))
     out = tmp_path / "cal.json"
-    assert main(["calibrate", str(lines), "--out", str(out), "--plot", str(tmp_path / "p")]) == 0
+    assert main(["calibrate", str(lines), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "fitted on top" not in printed
     # the held-out ECE is judged beside what a perfectly calibrated model reads on as many answers
