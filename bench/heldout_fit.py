@@ -34,6 +34,7 @@ from jev_shared.calibration import (  # noqa: E402
     Calibrator,
     Context,
     Record,
+    ece_draws,
     examples_calibrator,
     metrics,
 )
@@ -195,14 +196,7 @@ def ece_floor(recs: Sequence[Record], draws: int = 200, quantile: float = 0.5) -
 def ece_noise(recs: Sequence[Record], draws: int = 200, quantiles: Sequence[float] = (0.5, 0.9)) -> list[float]:
     """The ECE estimator's own noise here: quantiles of what a perfectly calibrated model stating these
     probabilities reads on this many answers (the 90th: a calibrated model reads above it one time in ten)."""
-    import random
-
-    rng, out = random.Random(0), []
-    for _ in range(draws):
-        drawn = [Record(r.probabilities, rng.choices(list(r.probabilities), list(r.probabilities.values()))[0])
-                 for r in recs]
-        out.append(metrics(drawn).ece)
-    out.sort()
+    out = ece_draws(recs, draws)  # the library's (jev calibrate prints the same band)
     return [out[min(int(q * len(out)), len(out) - 1)] for q in quantiles]
 
 

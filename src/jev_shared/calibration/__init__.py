@@ -48,6 +48,7 @@ from .measures import (
     Report,
     Selective,
     ece_band,
+    ece_draws,
     metrics,
     recommend_threshold,
     wilson_lower,
@@ -57,7 +58,7 @@ from .traffic import MIN_STATES, fit_traffic, lean, states_short, traffic_offset
 
 __all__ = ["Calibrator", "Context", "FeatureMap", "shipped", "resolve", "examples_calibrator", "EXAMPLES_STRENGTH",
            "SHIPPED", "GLOBAL", "FORMAT", "FORMAT_MAPS", "FORMATS", "THRESHOLDS", "Record", "Metrics", "Selective",
-           "Comparison", "Report", "ece_band", "metrics", "recommend_threshold", "wilson_lower", "records_from", "temper",
+           "Comparison", "Report", "ece_band", "ece_draws", "metrics", "recommend_threshold", "wilson_lower", "records_from", "temper",
            "fit_temperature", "fit_temperature_bias", "fit_temperature_toward", "fit_top", "rescale_top", "nll",
            "top_probability", "ANSWERING", "CalibrationFileError", "check_calibration", "line_of", "located",
            "non_finite", "fit_traffic", "lean", "traffic_offsets", "states_short", "MIN_STATES"]

@@ -89,8 +89,7 @@ class Calibrator:
         records = list(records)
         if not records:
             raise ValueError("calibration needs at least one labelled record")
-        fitting = [Record(_on_base(base, r.probabilities, r.question_id, r.context), r.label, r.question_id, r.context)
-                   for r in records] if base is not None else records
+        fitting = base.calibrate_by_kind(records) if base is not None else records
 
         def temperature(group: list[Record]) -> float:
             return fit_temperature_toward(group, 1.0, shrink) if shrink > 0 else fit_temperature(group)
@@ -140,6 +139,12 @@ class Calibrator:
         if fmap is not None:
             probs = fmap(probs, context)
         return dict(zip(keys, probs))
+
+    def calibrate_by_kind(self, records: Iterable[Record]) -> list[Record]:
+        """The records calibrated as the engine looks a fit up: by the question id, else by the answer's kind (each
+        record's context; ``calibrate`` reads the question id as the key itself)."""
+        return [Record(_on_base(self, r.probabilities, r.question_id, r.context), r.label, r.question_id, r.context)
+                for r in records]
 
     def calibrate(self, records: Iterable[Record]) -> list[Record]:
         """The records with their probabilities calibrated for their question (and context)."""
@@ -261,8 +266,7 @@ def _on_base(base: Calibrator, probabilities: Mapping[str, float], question_id: 
              context: Context | None) -> dict[str, float]:
     """The base's calibration of an answer: its fit for the question id, else for the answer's kind (the context's)."""
     qid = question_id if question_id != GLOBAL else None
-    key = base.key_for(qid, context.kind, bool(context.examples)) if context is not None else (
-        base.key_for(qid, "") if qid else GLOBAL)
+    key = base.key_for(qid, context.kind if context else "", bool(context and context.examples))
     return base._temper(probabilities, key, context)  # noqa: SLF001
 
 

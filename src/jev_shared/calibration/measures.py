@@ -62,17 +62,22 @@ def metrics(records: Sequence[Record], thresholds: Sequence[float] = THRESHOLDS,
     return Metrics(n, sum(hits) / n, ece, brier / n, nll(records), selective)
 
 
-def ece_band(records: Sequence[Record], quantile: float = 0.9, draws: int = 200, seed: int = 0) -> float:
-    """What a perfectly calibrated model stating these probabilities reads as its ECE on this many answers, at
-    ``quantile`` of ``draws`` (each answer's truth drawn from its own probabilities). Why: on a few dozen answers an
-    ECE is mostly noise, so a figure means something only beside this one (at 0.9, such a model reads above it one
-    time in ten)."""
+def ece_draws(records: Sequence[Record], draws: int = 200, seed: int = 0) -> list[float]:
+    """The ECEs a perfectly calibrated model stating these probabilities reads on this many answers, each answer's
+    truth drawn from its own probabilities, ``draws`` times (sorted)."""
     rng, eces = random.Random(seed), []
     for _ in range(draws):
         drawn = [Record(r.probabilities, rng.choices(list(r.probabilities), list(r.probabilities.values()))[0])
                  for r in records]
         eces.append(metrics(drawn, thresholds=()).ece)
-    eces.sort()
+    return sorted(eces)
+
+
+def ece_band(records: Sequence[Record], quantile: float = 0.9, draws: int = 200, seed: int = 0) -> float:
+    """What a perfectly calibrated model stating these probabilities reads as its ECE on this many answers, at
+    ``quantile`` of :func:`ece_draws`. Why: on a few dozen answers an ECE is mostly noise, so a figure means something
+    only beside this one (at 0.9, such a model reads above it one time in ten)."""
+    eces = ece_draws(records, draws, seed)
     return eces[min(int(quantile * len(eces)), len(eces) - 1)] if eces else 0.0
 
 

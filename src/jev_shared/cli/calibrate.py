@@ -227,7 +227,7 @@ def held_out(records: list[Record], bias: bool, target: float, top: bool = False
                              base=base)
         after += cal.calibrate(halves[k])
     before = halves[0] + halves[1]
-    return (base.calibrate(before) if base is not None else before), after
+    return (base.calibrate_by_kind(before) if base is not None else before), after
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
