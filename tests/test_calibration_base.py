@@ -115,3 +115,76 @@ def test_recorded_answers_are_fitted_as_they_are(tmp_path, capsys):
     assert re.search(r"ECE \(held out\)  \d\.\d{3} -> \d\.\d{3} \((inside|outside) the band of a perfectly calibrated "
                      r"model stating these probabilities: up to \d\.\d{3}, 9 times in 10, on 20 answers\)", printed), printed
     assert "base" not in json.loads(out.read_text())
+
+
+def _decide_labelled(stub_url: str, tmp_path, n: int = 24) -> list[dict]:
+    """``jev decide --label`` over the wire on ``n`` labelled messages; the log's lines."""
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps({"id": i, "text": f"message {i}", "spam": i % 2 == 0}) + "\n" for i in range(n)))
+    qpath = tmp_path / "q.json"
+    qpath.write_text(json.dumps({"spam": {"type": "noul", "instructions": "This message is spam."}}))
+    out = tmp_path / "answers.jsonl"
+    assert main(["decide", "--input", str(inp), "--column", "text", "--label", "spam", "--questions", str(qpath),
+                 "--output", str(out), "--backend-url", stub_url, "--model", MODEL, "--no-progress"]) == 0
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def test_a_labelled_decide_log_names_the_shipped_calibration_and_calibrate_fits_on_top(tmp_path, capsys):
+    """jev decide --label answers through the model's shipped calibration and says so on each line; jev calibrate
+    on that log keeps the shipped calibration as the file's base, its own temperature fitted on the answers as
+    logged, so a client loading the file answers as the log did, then the own temperature."""
+    from tests.hostile.fast_stub import FastStub
+
+    with FastStub(_stub_reply()) as stub:
+        lines = _decide_labelled(stub.base_url, tmp_path)
+        sdk = __import__("openai").OpenAI(base_url=stub.base_url, api_key="x")
+        question = {"spam": {"type": "noul", "instructions": "This message is spam."}}
+        as_shipped = SystemOneClient(sdk, model=MODEL).system_one("hello", question).answers["spam"].noul
+        out = tmp_path / "cal.json"
+        assert main(["calibrate", str(tmp_path / "answers.jsonl"), "--out", str(out)]) == 0
+        printed = capsys.readouterr().out
+        cal = Calibrator.load(out)
+        mine = SystemOneClient(sdk, model=MODEL, calibrator=cal).system_one("hello", question)
+    assert {line["shipped_calibration"] for line in lines} == {MODEL}
+    assert [line["answers"]["spam"]["noul"] for line in lines] == [pytest.approx(as_shipped)] * len(lines)
+    assert "fitted on top of the calibration shipped for the model" in printed
+    ship = shipped(MODEL)
+    assert ship is not None and json.loads(out.read_text())["base"]["maps"] == ship.to_dict()["maps"]
+    assert mine.answers["spam"].noul == pytest.approx(temper([as_shipped, 1 - as_shipped], cal.temperature("spam"))[0])
+    assert mine.debug is not None and mine.debug["calibration"] == {"spam": "custom on shipped"}
+
+
+def test_a_file_on_the_shipped_calibration_applies_it_as_shipped_examples_included():
+    """A question with examples is calibrated as shipped by its examples' own fit too; a file on top of the shipped
+    calibration (its own temperature 1) answers exactly as the shipped calibration does, that step included."""
+    from tests.helpers.replies import chat, window
+    from tests.hostile.fast_stub import FastStub
+
+    ship = shipped(MODEL)
+    assert ship is not None
+    team = {"type": "choice", "instructions": "Which team?", "criteria": {"billing": "money", "technical": "bugs"},
+            "examples": [{"state": "refund me", "answer": "billing"}, {"state": "it crashes", "answer": "technical"}]}
+    reply = chat("billing", {"content": window({"billing": -0.4, "technical": -1.1})}, "length")
+    with FastStub(reply) as stub:
+        sdk = __import__("openai").OpenAI(base_url=stub.base_url, api_key="x")
+        auto = SystemOneClient(sdk, model=MODEL).system_one("charged twice", {"team": team})
+        on = SystemOneClient(sdk, model=MODEL, calibrator=Calibrator().on(ship)).system_one("charged twice",
+                                                                                            {"team": team})
+    assert auto.debug is not None and auto.debug["calibration"] == {"team": "examples"}
+    assert on.debug is not None and on.debug["calibration"] == {"team": "custom on examples"}
+    assert on.answers["team"].probabilities == pytest.approx(auto.answers["team"].probabilities)
+
+
+@pytest.mark.parametrize(("names", "says"), [
+    ([MODEL, "qwen2.5-coder-0.5b"], "lines answered through different calibrations"),
+    (["no-such-model"] * 2, "which this install does not ship"),
+])
+def test_a_decide_log_whose_calibration_cannot_be_the_base_is_refused(tmp_path, capsys, names, says):
+    log = tmp_path / "answers.jsonl"
+    answer = {"type": "noul", "noul": 0.7, "confidence": 0.4}
+    log.write_text("".join(json.dumps({"id": i, "answers": {"spam": answer}, "error": None, "usage": None,
+                                       "labels": {"spam": i % 2 == 0}, "shipped_calibration": name}) + "\n"
+                           for i, name in enumerate(names * 5)))
+    assert main(["calibrate", str(log), "--out", str(tmp_path / "cal.json")]) == 2
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "cal.json").exists()

@@ -80,6 +80,9 @@ class ItemResult:
     #: The item's state, written on its line as ``"state"`` where it was kept (``jev decide --keep-states``), so
     #: ``jev calibrate`` can measure each question's lean over the states a run saw.
     state: Any = None
+    #: The model whose shipped calibration gave the answers, written on a labelled line as ``"shipped_calibration"``
+    #: (``jev decide --label``), so ``jev calibrate`` fits on top of that calibration rather than replacing it.
+    shipped_calibration: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -87,14 +90,17 @@ class ItemResult:
 
     def to_json(self) -> dict[str, Any]:
         """``{"id", "answers", "error", "usage"}``: answers as the System One response has them; ``"labels"``
-        too where the item has them."""
+        too where the item has them (and ``"shipped_calibration"`` where one gave its answers)."""
         if self.response is None:
             line = {"id": self.id, "answers": None, "error": error_body(self.error or RuntimeError("no answer")),
                     "usage": None}
         else:
             dumped = self.response.model_dump(mode="json", exclude={"debug"})
             line = {"id": self.id, "answers": dumped["answers"], "error": None, "usage": dumped["usage"]}
-        line = {**line, "labels": self.labels} if self.labels else line
+        if self.labels:
+            line["labels"] = self.labels
+            if self.shipped_calibration is not None:
+                line["shipped_calibration"] = self.shipped_calibration
         return line if self.state is None else {**line, "state": self.state}
 
 

@@ -3,6 +3,7 @@ answers, applied to answers, measured, saved and loaded (the package docstring s
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
@@ -113,6 +114,15 @@ class Calibrator:
         cal.thresholds.update({qid: c.threshold for qid, c in report.per_question.items()})
         cal._report = report
         return cal
+
+    def on(self, base: Calibrator | None) -> Calibrator:
+        """This fit applied after ``base`` (or alone, for None): for a fit made on answers ``base`` already gave, as
+        ``jev calibrate`` fits on answers calibrated as shipped. A shallow copy; this one is left as it is."""
+        if base is not None and base.base is not None:
+            raise ValueError("a calibration's base cannot have a base of its own")
+        twin = copy.copy(self)
+        twin.base = base
+        return twin
 
     def temperature(self, question_id: str | None = None) -> float:
         return self.temperatures.get(question_id or GLOBAL, self.temperatures[GLOBAL])

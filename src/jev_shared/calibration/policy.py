@@ -62,12 +62,20 @@ def examples_calibrator(cal: Calibrator, key: str, keys: Sequence[str],
 
 def calibrated(cal: Calibrator, name: str, own_fits: dict[Any, Calibrator], preps: list[Prepared],
                records: list[CallRecord], resp: SystemOneResponse) -> SystemOneResponse:
-    """``resp`` with every answer calibrated; ``name`` is "shipped" or "custom", ``own_fits`` the client's cache."""
+    """``resp`` with every answer calibrated; ``name`` is "shipped" or "custom", ``own_fits`` the client's cache.
+
+    A calibration with a ``base`` (``jev calibrate``'s fit on answers calibrated as shipped) applies the base as the
+    shipped calibration is applied, its examples' own fit included, then its own fit: the answers it was fitted on."""
+    under: dict[str, str] = {}
+    if cal.base is not None:
+        resp = calibrated(cal.base, "shipped", own_fits, preps, records, resp)
+        under, cal = dict((resp.debug or {}).get("calibration") or {}), cal.on(None)
     answers, which = {}, {}
     for p, rec in zip(preps, records):
         key = cal.key_for(p.id, p.kind, bool(p.examples))
         ctx = calibration_context(p, rec)
-        answers[p.id], which[p.id] = cal.apply(resp.answers[p.id], key, ctx), name
+        answers[p.id] = cal.apply(resp.answers[p.id], key, ctx)
+        which[p.id] = f"{name} on {under[p.id]}" if p.id in under else name
         if rec.labelled and name == "shipped":
             own = own_calibration(cal, key, p, rec, ctx, own_fits)
             answers[p.id], which[p.id] = own.apply(answers[p.id], GLOBAL), "examples"

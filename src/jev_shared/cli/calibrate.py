@@ -77,33 +77,26 @@ def add_calibrate(sub: Any) -> None:
 SHRINK = 10.0
 
 
-def _answer_states(rows: list[dict[str, Any]], args: argparse.Namespace) -> tuple[list[Record], Calibrator | None]:
-    """Labelled states → records, answered by the configured backend (uncalibrated, each with its kind and examples),
-    and the calibration shipped for its model, if any: the fit is made on top of it."""
+def _answer_states(rows: list[dict[str, Any]], args: argparse.Namespace) -> tuple[list[Record], str | None]:
+    """Labelled states → records, answered by the configured backend as the product answers them (through the
+    calibration shipped for its model, if any), and that model's name where one calibrated them."""
 
     from jev_shared import SystemOneClient
-    from jev_shared.calibration import Context, shipped
 
     if not args.questions:
         raise SystemExit("jev calibrate: lines with a state need --questions")
     questions = read_questions(args.questions)
     with ExitStack() as stack:
         backend = next(iter(backends(args, stack, "calibrate").values()))
-        client = SystemOneClient(sync_client(backend),
-                                 model=backend.model, api=backend.api, calibrator=None, memory=memory(args))
+        client = SystemOneClient(sync_client(backend), model=backend.model, api=backend.api, memory=memory(args))
         records = []
         for i, row in enumerate(rows):
             qid = row.get("question_id") or next(iter(questions))
             resp = client.system_one(row["state"], {qid: questions[qid]})
-            answer = resp.answers[qid]
-            record = Record.from_answer(answer, row["label"], qid)
-            shots = getattr(questions[qid], "examples", None) or (
-                questions[qid].get("examples") if isinstance(questions[qid], dict) else None)
-            context = Context(kind=answer.type, examples=len(shots) if isinstance(shots, list) else 0)
-            records.append(Record(record.probabilities, record.label, qid, context))
+            records.append(Record.from_answer(resp.answers[qid], row["label"], qid))
             print(f"\r{i + 1}/{len(rows)} answered", end="", file=sys.stderr)
         print(file=sys.stderr)
-    return records, shipped(backend.model)
+    return records, (backend.model if client.calibrator is not None else None)
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -132,10 +125,18 @@ def numbered_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-def decided_records(rows: list[dict[str, Any]], path: Path) -> list[Record]:
-    """The labelled answers of ``jev decide``'s lines (``{"id", "answers", "error", "usage", "labels"}``)."""
+def decided_records(rows: list[dict[str, Any]], path: Path) -> tuple[list[Record], str | None]:
+    """The labelled answers of ``jev decide``'s lines (``{"id", "answers", "error", "usage", "labels"}``), and the
+    model whose shipped calibration they were answered through (the lines' ``"shipped_calibration"``), or None."""
     from jev_shared.batch.labels import labelled_records
 
+    models = {row.get("shipped_calibration") for row in rows if row.get("labels") and row.get("answers")}
+    if len(models) > 1:
+        raise ValueError(f"{path}: lines answered through different calibrations ({sorted(map(str, models))}); "
+                         "calibrate each model's lines apart")
+    model = next(iter(models), None)
+    if model is not None and not isinstance(model, str):
+        raise ValueError(f"{path}: shipped_calibration must be a model's name, got {model!r}"[:200])
     records = []
     for row in rows:
         try:
@@ -146,13 +147,13 @@ def decided_records(rows: list[dict[str, Any]], path: Path) -> list[Record]:
         failed = sum(1 for row in rows if row.get("error"))
         raise ValueError(f"{path}: {len(rows)} lines from jev decide ({failed} failed), none with an answer and a "
                          "label; decide the input again into a new --output with --label COLUMN (its true answers)")
-    return records
+    return records, model
 
 
 def read_records(args: argparse.Namespace) -> tuple[list[Record], Calibrator | None]:
     """Recorded answers, jev decide's lines (their labelled answers) and labelled states answered now; and the
-    calibration to fit on top of: the one shipped for the model that answered the states (None for recorded
-    lines, whose answers are fitted as they are)."""
+    calibration they were answered through, which the fit goes on top of: the one shipped for the model (None for
+    recorded lines and for a model that ships none: the file then replaces whatever calibrated them)."""
     numbered = numbered_rows(args.labelled)
     rows = [r for _, r in numbered]
     recorded = [_recorded(r, args.labelled, n) for n, r in numbered if "probabilities" in r]
@@ -161,9 +162,25 @@ def read_records(args: argparse.Namespace) -> tuple[list[Record], Calibrator | N
     states = [r for _, r in numbered_states]
     if states:
         _check_states(numbered_states, args)
-    answered, base = _answer_states(states, args) if states else ([], None)
-    done = recorded + (decided_records(decided, args.labelled) if decided else [])
-    return done + answered, (base if not done else None)
+    logged, logged_model = decided_records(decided, args.labelled) if decided else ([], None)
+    answered, model = _answer_states(states, args) if states else ([], None)
+    models = {m for rs, m in ((recorded, None), (logged, logged_model), (answered, model)) if rs}
+    if len(models) > 1:
+        raise ValueError(f"{args.labelled}: the answers went through different calibrations (shipped for "
+                         f"{', '.join(repr(m) if m else 'none' for m in models)}); calibrate them apart")
+    name = next(iter(models), None)
+    return recorded + logged + answered, _shipped_for(name, args.labelled) if name else None
+
+
+def _shipped_for(model: str, path: Path) -> Calibrator:
+    """The calibration shipped for ``model``, which its answers went through (a ValueError where none ships here)."""
+    from jev_shared.calibration import shipped
+
+    base = shipped(model)
+    if base is None:
+        raise ValueError(f"{path}: the answers went through the calibration shipped for {model!r}, which this "
+                         "install does not ship; calibrate them where they were answered")
+    return base
 
 
 def _recorded(row: dict[str, Any], path: Path, n: int) -> Record:
@@ -217,17 +234,14 @@ YES_NO = ("yes", "no", "true", "false")
 
 
 def held_out(records: list[Record], bias: bool, target: float, top: bool = False,
-             shrink: float = 0.0, base: Calibrator | None = None) -> tuple[list[Record], list[Record]]:
-    """(records as the product answers them: ``base`` applied, each calibrated by a fit on the other half): an honest
-    after."""
+             shrink: float = 0.0) -> tuple[list[Record], list[Record]]:
+    """(records as answered, each calibrated by a fit on the other half): an honest after."""
     halves = [records[0::2], records[1::2]]
     after: list[Record] = []
     for k in (0, 1):
-        cal = Calibrator.fit(halves[1 - k], bias=bias, top=top, target=target, min_records=10, shrink=shrink,
-                             base=base)
+        cal = Calibrator.fit(halves[1 - k], bias=bias, top=top, target=target, min_records=10, shrink=shrink)
         after += cal.calibrate(halves[k])
-    before = halves[0] + halves[1]
-    return (base.calibrate_by_kind(before) if base is not None else before), after
+    return halves[0] + halves[1], after
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
@@ -255,15 +269,15 @@ def run_calibrate(args: argparse.Namespace) -> int:
         print(f"jev calibrate: --coverage must be strictly between 0 and 1, got {args.coverage}", file=sys.stderr)
         return 2
     try:
-        before, after = held_out(records, args.bias, args.target, args.top, args.shrink, base)
+        before, after = held_out(records, args.bias, args.target, args.top, args.shrink)
         b, a = metrics(before), metrics(after)
         threshold = recommend_threshold(a, args.target)
         cal = Calibrator.fit(records, bias=args.bias, top=args.top, target=args.target, min_records=10,
-                             shrink=args.shrink, base=base)
+                             shrink=args.shrink)
     except (ValueError, ArithmeticError) as exc:
         print(f"jev calibrate: {args.labelled}: no calibration fits these answers ({exc})", file=sys.stderr)
         return 2
-    if not written(lambda: cal.save(args.out), args.out, "--out"):
+    if not written(lambda: cal.on(base).save(args.out), args.out, "--out"):
         return 2
     kept = next((s for s in a.selective if s.threshold == threshold), None)
     print(f"{len(records)} labelled answers" + (" (fitted on top of the calibration shipped for the model, "
@@ -282,14 +296,14 @@ def run_calibrate(args: argparse.Namespace) -> int:
               f"{kept.coverage:.0%} of answers kept (target {args.target:.0%})")
     print(f"wrote {args.out} (temperature {cal.temperature():.2f}; use SystemOneClient(..., calibrator="
           f"Calibrator.load({str(args.out)!r})))")
-    return _sets(records, cal, args, before, after, base)
+    return _sets(records, cal, args, before, after)
 
 
 def _sets(records: list[Record], cal: Calibrator, args: argparse.Namespace, before: list[Record],
-          after: list[Record], base: Calibrator | None = None) -> int:
+          after: list[Record]) -> int:
     """Decision sets: held-out figures, the fit on every line saved beside the calibration, the PNG."""
     try:
-        report, sizes = held_out_sets(records, args, base)
+        report, sizes = held_out_sets(records, args)
         final = fit_sets(cal.calibrate(records), args)
     except (ValueError, ArithmeticError) as exc:
         print(f"decision sets   none: {exc}")
@@ -379,8 +393,7 @@ def boundary(sets: dict[str, DecisionSets], args: argparse.Namespace) -> str:
             f"--randomized: {target} on average")
 
 
-def held_out_sets(records: list[Record], args: argparse.Namespace,
-                  base: Calibrator | None = None) -> tuple[SetReport, list[int]]:
+def held_out_sets(records: list[Record], args: argparse.Namespace) -> tuple[SetReport, list[int]]:
     """Each half's sets judged by a calibration and sets fitted on the other half: the pooled report and
     every judged answer's set size."""
     halves = [records[0::2], records[1::2]]
@@ -388,7 +401,7 @@ def held_out_sets(records: list[Record], args: argparse.Namespace,
     hits = alone = wrong = 0
     for k in (0, 1):
         cal = Calibrator.fit(halves[1 - k], bias=args.bias, top=args.top, target=args.target, min_records=10,
-                             shrink=args.shrink, base=base)
+                             shrink=args.shrink)
         sets = fit_sets(cal.calibrate(halves[1 - k]), args)
         for r in cal.calibrate(halves[k]):
             s = sets[r.question_id].of(r.probabilities) if r.question_id in sets else list(r.probabilities)

@@ -18,13 +18,13 @@ def add_calibration_arg(p: argparse.ArgumentParser) -> None:
 def calibration_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """The client's ``calibrator`` and ``sets`` from ``--calibration`` ({} without it); a ValueError or an OSError
     naming the file (and the line of a bad value) otherwise. With ``--label`` it is refused: a labelled run
-    records the model's own answers for ``jev calibrate`` to fit."""
+    records the answers as the shipped calibration gives them, for ``jev calibrate`` to fit on top of."""
     path = getattr(args, "calibration", None)
     if path is None:
         return {}
     if getattr(args, "label", None):
-        raise ValueError("--calibration with --label: a labelled run records the model's own, uncalibrated answers "
-                         "for jev calibrate to fit; drop one of them")
+        raise ValueError("--calibration with --label: a labelled run records the answers as the model's shipped "
+                         "calibration gives them, for jev calibrate to fit on top of; drop one of them")
     from jev_shared.gateway.sets import load_calibration
 
     loaded = load_calibration(path)

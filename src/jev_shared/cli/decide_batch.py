@@ -44,7 +44,8 @@ def add_batch_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--label", action="append", type=text, metavar="[QUESTION_ID=]COLUMN",
                    help="the column (or key) holding each row's true answer, written on its line for jev calibrate: "
                         "an option's name, a level's index, true/false; QUESTION_ID= where there are several "
-                        "questions (repeat the flag for each); the answers are then the model's own, uncalibrated")
+                        "questions (repeat the flag for each); jev calibrate then fits on top of the calibration the "
+                        "model ships, which the answers went through (the line names it)")
     g.add_argument("--keep-states", action="store_true",
                    help="write each row's state on its line too, so jev calibrate can measure each question's lean "
                         "over the states this run saw (no label needed); off by default: the log then holds your data")
@@ -191,10 +192,10 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
 
     with ExitStack() as stack:
         backend = next(iter(backends(args, stack).values()))
-        # labelled: the model's own answers, for jev calibrate to fit; else --calibration's file, or the shipped one
-        calibration: dict[str, Any] = {"calibrator": None} if args.label else args.calibration_kwargs
+        # --calibration's file, or the shipped one (a labelled run's only: jev calibrate fits on top of it)
         client = SystemOneClient(sync_client(backend), model=backend.model, api=backend.api, layout=args.layout,
-                                 method=args.method, order=args.order, memory=memory(args), **calibration)
+                                 method=args.method, order=args.order, memory=memory(args), **args.calibration_kwargs)
+        shipped = backend.model if args.label and client.calibrator is not None else None
         prepared = client.prepare(questions)  # the one-time costs, before the bar, so its rate is the run's
         print(f"jev decide: {prepared}", file=sys.stderr, flush=True)
         totals.started = time.perf_counter()  # decisions/s counts the run, not the start-up and preparation
@@ -207,6 +208,7 @@ def _decide(args: argparse.Namespace, questions: dict[str, Any], items: list[Any
                                            timeout=args.timeout):
                     if args.keep_states:
                         result.state = states[result.index]
+                    result.shipped_calibration = shipped
                     log.write(result)
                     if bar is not None:
                         bar.set_postfix(failed=sum(totals.failed.values()), refresh=False)
