@@ -117,7 +117,7 @@ def test_recorded_answers_are_fitted_as_they_are(tmp_path, capsys):
     assert "base" not in json.loads(out.read_text())
 
 
-def _decide_labelled(stub_url: str, tmp_path, n: int = 24) -> list[dict]:
+def _decide_labelled(stub_url: str, tmp_path, n: int = 24, *extra: str) -> list[dict]:
     """``jev decide --label`` over the wire on ``n`` labelled messages; the log's lines."""
     inp = tmp_path / "in.jsonl"
     inp.write_text("".join(json.dumps({"id": i, "text": f"message {i}", "spam": i % 2 == 0}) + "\n" for i in range(n)))
@@ -125,7 +125,7 @@ def _decide_labelled(stub_url: str, tmp_path, n: int = 24) -> list[dict]:
     qpath.write_text(json.dumps({"spam": {"type": "noul", "instructions": "This message is spam."}}))
     out = tmp_path / "answers.jsonl"
     assert main(["decide", "--input", str(inp), "--column", "text", "--label", "spam", "--questions", str(qpath),
-                 "--output", str(out), "--backend-url", stub_url, "--model", MODEL, "--no-progress"]) == 0
+                 "--output", str(out), "--backend-url", stub_url, "--model", MODEL, "--no-progress", *extra]) == 0
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
@@ -188,3 +188,25 @@ def test_a_decide_log_whose_calibration_cannot_be_the_base_is_refused(tmp_path, 
     assert main(["calibrate", str(log), "--out", str(tmp_path / "cal.json")]) == 2
     assert says in capsys.readouterr().err
     assert not (tmp_path / "cal.json").exists()
+
+
+@pytest.mark.parametrize("keep_states", [True, False])
+def test_the_traffic_fit_asks_a_calibrated_decide_log_again_or_says_why_not(tmp_path, capsys, keep_states):
+    """The lean is the model's own: a labelled log answered through the shipped calibration is asked again from its
+    kept states, raw; without them the traffic fit is refused, naming the line, before any request."""
+    from tests.hostile.fast_stub import FastStub
+
+    q = tmp_path / "q.json"
+    with FastStub(_stub_reply()) as stub:
+        _decide_labelled(stub.base_url, tmp_path, 24, *(["--keep-states"] if keep_states else []))
+        decided = stub.n_requests
+        code = main(["calibrate", str(tmp_path / "answers.jsonl"), "--traffic", "--questions", str(q),
+                     "--backend-url", stub.base_url, "--model", MODEL, "--out", str(tmp_path / "cal.json")])
+        asked_again = stub.n_requests - decided
+    err = capsys.readouterr().err
+    if keep_states:
+        assert code == 0 and asked_again >= 24  # each kept state, and the new client's first probes
+        assert "base" not in json.loads((tmp_path / "cal.json").read_text())  # a fit on the raw answers, alone
+    else:
+        assert code == 2 and asked_again == 0
+        assert "answers.jsonl:1: this jev decide --label line's answers went through the calibration shipped" in err

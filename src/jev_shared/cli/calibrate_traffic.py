@@ -69,7 +69,15 @@ def _answered(args: argparse.Namespace, numbered: Numbered) -> tuple[dict[str, l
     records: list[Record] = []
     states = []
     for n, row in numbered:
-        if "answers" in row and row.get("labels"):  # jev decide --label: the model's own answers
+        if "answers" in row and row.get("labels") and row.get("shipped_calibration") is not None:
+            if "state" not in row:
+                raise ValueError(f"{args.labelled}:{n}: this jev decide --label line's answers went through the "
+                                 f"calibration shipped for {row['shipped_calibration']!r}, and the lean is the model's "
+                                 "own: decide with --keep-states too (its states are asked again), or calibrate "
+                                 "without --traffic")
+            states += [(n, {"state": row["state"], "label": label, "question_id": qid})
+                       for qid, label in row["labels"].items()]
+        elif "answers" in row and row.get("labels"):  # jev decide --label, a model with no shipped calibration
             for r in labelled_records(row):
                 answers.setdefault(r.question_id, []).append(r.probabilities)
                 records.append(r)
