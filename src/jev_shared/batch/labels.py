@@ -11,13 +11,15 @@ log line as ``"labels": {question id: label}``, in the form ``jev calibrate`` re
 
 An empty cell (CSV), ``null`` or a missing key (JSONL) leaves that row unlabelled: label a sample of
 a large input and calibrate on it. :func:`labelled_records` turns a log line back into
-:class:`~jev_shared.calibration.Record`\\ s, one per labelled question that was answered.
+:class:`~jev_shared.calibration.Record`\\ s, one per labelled question that was answered; :func:`log_records` reads a
+whole log, with the model whose shipped calibration its answers went through (``"shipped_calibration"``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from jev_shared.answers import ChoiceAnswer, NoulAnswer, ScoreAnswer
@@ -141,3 +143,27 @@ def labelled_records(line: Mapping[str, Any]) -> list[Record]:
         answer = _ANSWERS[raw["type"]].model_validate(dict(raw))
         records.append(Record.from_answer(answer, label, qid))
     return records
+
+
+def log_records(rows: Sequence[Mapping[str, Any]], path: Path) -> tuple[list[Record], str | None]:
+    """The labelled answers of ``jev decide``'s lines (``{"id", "answers", "error", "usage", "labels"}``), and the
+    model whose shipped calibration they were answered through (the lines' ``"shipped_calibration"``), or None."""
+    models = {row.get("shipped_calibration") for row in rows if row.get("labels") and row.get("answers")}
+    if len(models) > 1:
+        named = ", ".join(sorted(repr(m) if m else "none" for m in models))
+        raise ValueError(f"{path}: lines answered through different calibrations (shipped for {named}); calibrate "
+                         "each model's lines apart")
+    model = next(iter(models), None)
+    if model is not None and not isinstance(model, str):
+        raise ValueError(f"{path}: shipped_calibration must be a model's name, got {model!r}"[:200])
+    records = []
+    for row in rows:
+        try:
+            records += labelled_records(row)
+        except ValueError as exc:  # a label its recorded answer does not have (the questions changed since)
+            raise ValueError(f"{path}: the line of id {row.get('id')!r}: {exc}") from None
+    if not records:
+        failed = sum(1 for row in rows if row.get("error"))
+        raise ValueError(f"{path}: {len(rows)} lines from jev decide ({failed} failed), none with an answer and a "
+                         "label; decide the input again into a new --output with --label COLUMN (its true answers)")
+    return records, model

@@ -125,31 +125,6 @@ def numbered_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-def decided_records(rows: list[dict[str, Any]], path: Path) -> tuple[list[Record], str | None]:
-    """The labelled answers of ``jev decide``'s lines (``{"id", "answers", "error", "usage", "labels"}``), and the
-    model whose shipped calibration they were answered through (the lines' ``"shipped_calibration"``), or None."""
-    from jev_shared.batch.labels import labelled_records
-
-    models = {row.get("shipped_calibration") for row in rows if row.get("labels") and row.get("answers")}
-    if len(models) > 1:
-        raise ValueError(f"{path}: lines answered through different calibrations ({sorted(map(str, models))}); "
-                         "calibrate each model's lines apart")
-    model = next(iter(models), None)
-    if model is not None and not isinstance(model, str):
-        raise ValueError(f"{path}: shipped_calibration must be a model's name, got {model!r}"[:200])
-    records = []
-    for row in rows:
-        try:
-            records += labelled_records(row)
-        except ValueError as exc:  # a label its recorded answer does not have (the questions changed since)
-            raise ValueError(f"{path}: the line of id {row.get('id')!r}: {exc}") from None
-    if not records:
-        failed = sum(1 for row in rows if row.get("error"))
-        raise ValueError(f"{path}: {len(rows)} lines from jev decide ({failed} failed), none with an answer and a "
-                         "label; decide the input again into a new --output with --label COLUMN (its true answers)")
-    return records, model
-
-
 def read_records(args: argparse.Namespace) -> tuple[list[Record], Calibrator | None]:
     """Recorded answers, jev decide's lines (their labelled answers) and labelled states answered now; and the
     calibration they were answered through, which the fit goes on top of: the one shipped for the model (None for
@@ -162,7 +137,9 @@ def read_records(args: argparse.Namespace) -> tuple[list[Record], Calibrator | N
     states = [r for _, r in numbered_states]
     if states:
         _check_states(numbered_states, args)
-    logged, logged_model = decided_records(decided, args.labelled) if decided else ([], None)
+    from jev_shared.batch.labels import log_records
+
+    logged, logged_model = log_records(decided, args.labelled) if decided else ([], None)
     answered, model = _answer_states(states, args) if states else ([], None)
     models = {m for rs, m in ((recorded, None), (logged, logged_model), (answered, model)) if rs}
     if len(models) > 1:
