@@ -65,9 +65,7 @@ class Calibrator:
         self.thresholds: dict[str, float | None] = dict(thresholds or {})
         #: Applied first, by the answer's kind: the model's shipped calibration under a fit made on the answers it
         #: calibrated (``jev calibrate`` on labelled states), so a few labels adjust it rather than replace it.
-        if base is not None and base.base is not None:
-            raise ValueError("a calibration's base cannot have a base of its own")
-        self.base: Calibrator | None = base
+        self.base: Calibrator | None = _unnested(base)
         self.target = target
         self.confidence: ConfidenceKind = confidence
         self._report = fit_report
@@ -90,21 +88,24 @@ class Calibrator:
         records = list(records)
         if not records:
             raise ValueError("calibration needs at least one labelled record")
-        fitting = base.calibrate_by_kind(records) if base is not None else records
+        if base is not None:  # the same fit, made on the answers the base gives, applied after it
+            return cls.fit(base.calibrate_by_kind(records), per_question=per_question, bias=bias, top=top,
+                           min_records=min_records, target=target, thresholds=thresholds, min_count=min_count,
+                           confidence=confidence, shrink=shrink).on(base)
 
         def temperature(group: list[Record]) -> float:
             return fit_temperature_toward(group, 1.0, shrink) if shrink > 0 else fit_temperature(group)
 
-        temps, biases = {GLOBAL: temperature(fitting)}, {}
+        temps, biases = {GLOBAL: temperature(records)}, {}
         if per_question:
-            for qid, group in _groups(fitting).items():
+            for qid, group in _groups(records).items():
                 if len(group) < min_records:
                     continue
                 if bias:
                     temps[qid], biases[qid] = fit_temperature_bias(group)
                 else:
                     temps[qid] = temperature(group)
-        cal = cls(temps, biases=biases, target=target, confidence=confidence, base=base)
+        cal = cls(temps, biases=biases, target=target, confidence=confidence)
         if top:
             cal.tops = {qid: fit_top(cal.calibrate(group)) for qid, group in
                         [(GLOBAL, records), *(_groups(records).items() if per_question else ())]
@@ -118,10 +119,8 @@ class Calibrator:
     def on(self, base: Calibrator | None) -> Calibrator:
         """This fit applied after ``base`` (or alone, for None): for a fit made on answers ``base`` already gave, as
         ``jev calibrate`` fits on answers calibrated as shipped. A shallow copy; this one is left as it is."""
-        if base is not None and base.base is not None:
-            raise ValueError("a calibration's base cannot have a base of its own")
         twin = copy.copy(self)
-        twin.base = base
+        twin.base = _unnested(base)
         return twin
 
     def temperature(self, question_id: str | None = None) -> float:
@@ -270,6 +269,13 @@ def top_probability(answer: Answer) -> float:
     if isinstance(answer, NoulAnswer):
         return max(answer.noul, 1.0 - answer.noul)
     return max(answer.probabilities.values())
+
+
+def _unnested(base: Calibrator | None) -> Calibrator | None:
+    """``base``, refused where it has a base of its own (one level: the shipped calibration under a user's fit)."""
+    if base is not None and base.base is not None:
+        raise ValueError("a calibration's base cannot have a base of its own")
+    return base
 
 
 def _on_base(base: Calibrator, probabilities: Mapping[str, float], question_id: str | None,
